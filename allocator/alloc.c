@@ -1,0 +1,298 @@
+/* allocator/alloc.c - the malloc family, on top of the per-vCPU caches.
+ *
+ *   small (<= 256 KiB):  size class -> vCPU cache pop (rseq) -> slow path refill
+ *   large (<= 1 MiB):    a LARGE span from the page heap of the current node
+ *   huge (> 1 MiB, or aligned above a page): a mapping of its own
+ *
+ * free() finds an object's kind in O(1): registry byte of its unit, then the
+ * segment's page map. It checks, on every path, that the pointer is the start of an
+ * object vcmalloc handed out and that the object is not already free; misuse is
+ * reported (check.c) and aborts. errno is preserved by free.
+ */
+#include "vcpu_cache.h"
+
+#include <errno.h>
+#include <string.h>
+
+uint64_t vc_stat_large_bytes;
+
+static inline void *finish_small(void *p)
+{
+	((uint64_t *)p)[1] = 0; /* clear the free tag */
+	return p;
+}
+
+static VC_NOINLINE void *malloc_small_slow(unsigned c)
+{
+	void *p = vc_cache_alloc_slow(c);
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return finish_small(p);
+}
+
+static void *malloc_large(size_t n)
+{
+	vc_ensure_init();
+	size_t pages = (n + VC_PAGE_SIZE - 1) >> VC_PAGE_SHIFT;
+	unsigned node = 0;
+	if (vc_g.nnodes > 1 && vc_g.opt.numa) {
+		int nd = vc_rseq_current_node();
+		node = nd >= 0 && (unsigned)nd < vc_g.nnodes ? (unsigned)nd : 0;
+	}
+	struct vc_span *sp = vc_pageheap_alloc(node, pages, VC_SPAN_LARGE);
+	if (!sp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	sp->large_size = pages << VC_PAGE_SHIFT;
+	__atomic_fetch_add(&vc_stat_large_bytes, sp->large_size, __ATOMIC_RELAXED);
+	return vc_span_start(sp);
+}
+
+void *vc_malloc(size_t n)
+{
+	if (VC_LIKELY(n <= VC_SMALL_MAX)) {
+		unsigned c = vc_class_of(n);
+		void *p = vc_cache_pop(c);
+		if (VC_LIKELY(p != NULL))
+			return finish_small(p);
+		return malloc_small_slow(c);
+	}
+	if (n > PTRDIFF_MAX) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (n <= VC_LARGE_MAX)
+		return malloc_large(n);
+	vc_ensure_init();
+	return vc_huge_alloc(n, VC_PAGE_SIZE);
+}
+
+/* What p is, checked. Sets *span for small and large objects, *huge for huge. */
+enum vc_kind { VC_KIND_SMALL, VC_KIND_LARGE, VC_KIND_HUGE };
+
+static VC_NOINLINE __attribute__((noreturn)) void bad_pointer(const void *p, const char *func)
+{
+	unsigned kind = vc_unit_kind(p);
+	if (kind == VC_UNIT_HUGE_FREED)
+		vc_report("double free", func, p);
+	if (kind == VC_UNIT_SEGMENT) {
+		struct vc_span *sp = vc_span_of(vc_segment_of(p), p);
+		if (sp && sp->state == VC_SPAN_FREE)
+			vc_report("double free (or invalid pointer: its pages are free)", func, p);
+	}
+	vc_report("invalid pointer (not allocated by vcmalloc, or not the start of a block)",
+		  func, p);
+}
+
+static inline enum vc_kind classify(const void *p, const char *func, struct vc_span **span,
+				    struct vc_huge_header **huge)
+{
+	unsigned kind = vc_unit_kind(p);
+	if (VC_LIKELY(kind == VC_UNIT_SEGMENT)) {
+		struct vc_segment *s = vc_segment_of(p);
+		struct vc_span *sp = vc_span_of(s, p);
+		if (VC_UNLIKELY(sp == NULL))
+			bad_pointer(p, func);
+		*span = sp;
+		size_t off = (size_t)((const char *)p - vc_span_start(sp));
+		if (VC_LIKELY(sp->state == VC_SPAN_SMALL)) {
+			const struct vc_class_info *ci = &vc_classes[sp->sizeclass];
+			uint64_t q = ((uint64_t)off * ci->div_magic) >> 40;
+			if (VC_UNLIKELY(q * ci->size != off))
+				bad_pointer(p, func);
+			return VC_KIND_SMALL;
+		}
+		if (sp->state == VC_SPAN_LARGE && off == 0)
+			return VC_KIND_LARGE;
+		bad_pointer(p, func);
+	}
+	if (kind == VC_UNIT_HUGE_START) {
+		struct vc_huge_header *h = vc_huge_lookup(p);
+		if (h) {
+			*huge = h;
+			return VC_KIND_HUGE;
+		}
+	}
+	bad_pointer(p, func);
+}
+
+static inline void free_small(struct vc_span *sp, void *p, const char *func)
+{
+	uint64_t tag = vc_tag(p, sp);
+	uint64_t *w = p;
+	if (VC_UNLIKELY(w[1] == tag))
+		vc_report("double free", func, p);
+	w[1] = tag;
+	unsigned c = sp->sizeclass;
+	if (VC_LIKELY(vc_cache_push(c, p)))
+		return;
+	int saved = errno;
+	vc_cache_free_slow(c, p);
+	errno = saved;
+}
+
+static void free_large(struct vc_span *sp)
+{
+	int saved = errno;
+	__atomic_fetch_sub(&vc_stat_large_bytes, sp->large_size, __ATOMIC_RELAXED);
+	vc_pageheap_free(sp);
+	errno = saved;
+}
+
+static void free_checked(void *p, const char *func)
+{
+	struct vc_span *sp = NULL;
+	struct vc_huge_header *h = NULL;
+	switch (classify(p, func, &sp, &h)) {
+	case VC_KIND_SMALL:
+		free_small(sp, p, func);
+		return;
+	case VC_KIND_LARGE:
+		free_large(sp);
+		return;
+	case VC_KIND_HUGE: {
+		int saved = errno;
+		vc_huge_free(h);
+		errno = saved;
+		return;
+	}
+	}
+}
+
+void vc_free(void *p)
+{
+	if (VC_UNLIKELY(p == NULL))
+		return;
+	if (VC_UNLIKELY(vc_g.registry == NULL))
+		vc_report("invalid pointer (freed before any allocation)", "free", p);
+	free_checked(p, "free");
+}
+
+static size_t usable_of(const void *p, const char *func)
+{
+	struct vc_span *sp = NULL;
+	struct vc_huge_header *h = NULL;
+	switch (classify(p, func, &sp, &h)) {
+	case VC_KIND_SMALL:
+		if (((const uint64_t *)p)[1] == vc_tag(p, sp))
+			vc_report("use of a freed pointer", func, p);
+		return vc_classes[sp->sizeclass].size;
+	case VC_KIND_LARGE:
+		return sp->large_size;
+	case VC_KIND_HUGE:
+		return h->size;
+	}
+	return 0;
+}
+
+size_t vc_usable_size(const void *p)
+{
+	if (!p || vc_g.registry == NULL)
+		return 0;
+	return usable_of(p, "malloc_usable_size");
+}
+
+void vc_free_sized(void *p, size_t n, size_t align)
+{
+	if (!p)
+		return;
+	if (VC_UNLIKELY(vc_g.registry == NULL))
+		vc_report("invalid pointer (freed before any allocation)", "free_sized", p);
+	size_t usable = usable_of(p, "free_sized");
+	if (VC_UNLIKELY(n > usable))
+		vc_report("size mismatch (size larger than the block)", "free_sized", p);
+	(void)align;
+	free_checked(p, "free_sized");
+}
+
+void *vc_calloc(size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *p = vc_malloc(total);
+	if (!p)
+		return NULL;
+	if (total > VC_LARGE_MAX)
+		return p; /* a fresh mapping reads as zero */
+	memset(p, 0, total);
+	return p;
+}
+
+void *vc_memalign(size_t align, size_t n)
+{
+	if (align <= 16)
+		return vc_malloc(n);
+	if (n > PTRDIFF_MAX) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	unsigned c = vc_class_for_aligned(n, align);
+	if (c) {
+		void *p = vc_cache_pop(c);
+		if (VC_LIKELY(p != NULL))
+			return finish_small(p);
+		return malloc_small_slow(c);
+	}
+	if (align <= VC_PAGE_SIZE && n <= VC_LARGE_MAX)
+		return malloc_large(n < VC_SMALL_MAX + 1 ? VC_SMALL_MAX + 1 : n);
+	vc_ensure_init();
+	return vc_huge_alloc(n, align);
+}
+
+void *vc_realloc(void *p, size_t n)
+{
+	if (!p)
+		return vc_malloc(n);
+	if (n == 0) {
+		vc_free(p);
+		return NULL;
+	}
+	if (VC_UNLIKELY(vc_g.registry == NULL))
+		vc_report("invalid pointer (realloc before any allocation)", "realloc", p);
+	if (n > PTRDIFF_MAX) {
+		usable_of(p, "realloc"); /* still report misuse */
+		errno = ENOMEM;
+		return NULL;
+	}
+	struct vc_span *sp = NULL;
+	struct vc_huge_header *h = NULL;
+	size_t old;
+	switch (classify(p, "realloc", &sp, &h)) {
+	case VC_KIND_SMALL:
+		if (((const uint64_t *)p)[1] == vc_tag(p, sp))
+			vc_report("realloc of a freed pointer (double free)", "realloc", p);
+		old = vc_classes[sp->sizeclass].size;
+		/* Same class, or shrinking by less than half: keep the block. */
+		if (n <= old && (n > VC_SMALL_MAX || vc_class_of(n) == sp->sizeclass ||
+				 n >= old / 2))
+			return p;
+		break;
+	case VC_KIND_LARGE:
+		old = sp->large_size;
+		if (n <= old && n > old / 2)
+			return p;
+		break;
+	case VC_KIND_HUGE:
+		old = h->size;
+		if (n > VC_LARGE_MAX) {
+			void *q = vc_huge_realloc(h, n);
+			if (q)
+				return q;
+		}
+		break;
+	default:
+		return NULL;
+	}
+	void *q = vc_malloc(n);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old < n ? old : n);
+	vc_free(p);
+	return q;
+}

@@ -1,0 +1,157 @@
+/* allocator/central.c - the central layer of each (node, size class).
+ *
+ * A transfer array of free objects sits in front of the SMALL spans that still
+ * have free objects (the "nonempty" list). vCPU caches take and give batches here.
+ * All of it is under vc_centrals[node][class].lock; the page heap lock nests inside.
+ *
+ * Objects on a span's free list are linked through word 0 and carry their free tag
+ * in word 1 (see types.h). Uncarved objects (never handed out since the span was
+ * made) are carved lazily so that untouched pages of a span stay untouched.
+ */
+#include "internal.h"
+
+struct vc_central vc_centrals[VC_MAX_NODES][VC_NUM_CLASSES];
+
+static void span_list_push(struct vc_span **head, struct vc_span *sp)
+{
+	sp->prev = NULL;
+	sp->next = *head;
+	if (*head)
+		(*head)->prev = sp;
+	*head = sp;
+	sp->in_list = 1;
+}
+
+static void span_list_remove(struct vc_span **head, struct vc_span *sp)
+{
+	if (sp->prev)
+		sp->prev->next = sp->next;
+	else
+		*head = sp->next;
+	if (sp->next)
+		sp->next->prev = sp->prev;
+	sp->next = sp->prev = NULL;
+	sp->in_list = 0;
+}
+
+static struct vc_span *new_span(unsigned node, unsigned c)
+{
+	const struct vc_class_info *ci = &vc_classes[c];
+	struct vc_span *sp = vc_pageheap_alloc(node, ci->span_pages, VC_SPAN_SMALL);
+	if (!sp)
+		return NULL;
+	sp->sizeclass = (uint8_t)c;
+	sp->capacity = ci->objects;
+	sp->carved = 0;
+	sp->allocated = 0;
+	sp->free_list = NULL;
+	return sp;
+}
+
+/* Take up to n objects out of spans. Central lock held. */
+static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c, void **out,
+				unsigned n)
+{
+	const uint32_t size = vc_classes[c].size;
+	unsigned got = 0;
+	while (got < n) {
+		struct vc_span *sp = ce->nonempty;
+		if (!sp) {
+			sp = new_span(node, c);
+			if (!sp)
+				break;
+			span_list_push(&ce->nonempty, sp);
+			ce->free_objects += sp->capacity;
+		}
+		while (got < n && sp->free_list) {
+			void **obj = sp->free_list;
+			sp->free_list = obj[0];
+			out[got++] = obj;
+			sp->allocated++;
+		}
+		char *base = vc_span_start(sp);
+		while (got < n && sp->carved < sp->capacity) {
+			out[got++] = base + (size_t)sp->carved * size;
+			sp->carved++;
+			sp->allocated++;
+		}
+		if (!sp->free_list && sp->carved == sp->capacity)
+			span_list_remove(&ce->nonempty, sp);
+	}
+	ce->free_objects -= got;
+	ce->span_out += got;
+	return got;
+}
+
+unsigned vc_central_remove(unsigned node, unsigned c, void **out, unsigned n)
+{
+	struct vc_central *ce = &vc_centrals[node][c];
+	vc_lock(&ce->lock);
+	unsigned got = 0;
+	while (got < n && ce->transfer_count > 0) {
+		out[got++] = ce->transfer[--ce->transfer_count];
+		ce->free_objects--;
+	}
+	if (got < n)
+		got += take_from_spans(ce, node, c, out + got, n - got);
+	vc_unlock(&ce->lock);
+	return got;
+}
+
+/* Return one object to its span. Central lock held. */
+static void give_to_span(struct vc_central *ce, struct vc_span *sp, void *p)
+{
+	void **obj = p;
+	obj[0] = sp->free_list;
+	sp->free_list = obj;
+	sp->allocated--;
+	ce->free_objects++;
+	ce->span_out--;
+	if (!sp->in_list)
+		span_list_push(&ce->nonempty, sp);
+	if (sp->allocated == 0) {
+		span_list_remove(&ce->nonempty, sp);
+		ce->free_objects -= sp->capacity;
+		vc_pageheap_free(sp);
+	}
+}
+
+void vc_central_insert(unsigned c, void *const *in, unsigned n)
+{
+	unsigned i = 0;
+	while (i < n) {
+		/* Objects of one node at a time: a run of objects from the same node. */
+		struct vc_span *sp0 = vc_span_of(vc_segment_of(in[i]), in[i]);
+		unsigned node = sp0->node;
+		struct vc_central *ce = &vc_centrals[node][c];
+		vc_lock(&ce->lock);
+		for (; i < n; i++) {
+			struct vc_span *sp = vc_span_of(vc_segment_of(in[i]), in[i]);
+			if (sp->node != node)
+				break;
+			if (ce->transfer_count < VC_TRANSFER_CAP) {
+				ce->transfer[ce->transfer_count++] = in[i];
+				ce->free_objects++;
+			} else {
+				give_to_span(ce, sp, in[i]);
+			}
+		}
+		vc_unlock(&ce->lock);
+	}
+}
+
+void vc_central_flush(void)
+{
+	for (unsigned node = 0; node < vc_g.nnodes; node++) {
+		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+			struct vc_central *ce = &vc_centrals[node][c];
+			vc_lock(&ce->lock);
+			while (ce->transfer_count > 0) {
+				void *p = ce->transfer[--ce->transfer_count];
+				ce->free_objects--;
+				give_to_span(ce, vc_span_of(vc_segment_of(p), p), p);
+			}
+			vc_unlock(&ce->lock);
+		}
+	}
+}

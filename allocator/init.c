@@ -1,0 +1,137 @@
+/* allocator/init.c - start-up, fork and thread exit.
+ *
+ * Start-up runs on the first allocation (or from our constructor, whichever comes
+ * first), under init_lock, and never allocates: rseq discovery, options, size
+ * classes, the registry and the reserved vCPU regions. Registration of the fork
+ * handlers and of the thread-exit key happens after vc_initialised is 2, because
+ * glibc may allocate while registering them.
+ *
+ * fork: the prepare handler takes every lock in the documented order (lock.h), so
+ * that the child starts with consistent lists; the child re-initialises the locks
+ * (it has one thread) and renews the rseq fence registration.
+ */
+#include "internal.h"
+#include "rseq.h"
+
+#include <errno.h>
+#include <pthread.h>
+
+struct vc_global vc_g;
+int vc_initialised;
+static vc_lock_t init_lock = VC_LOCK_INIT;
+static pthread_key_t exit_key;
+static bool exit_key_ok;
+static __thread int thread_noted __attribute__((tls_model("initial-exec")));
+
+static void lock_below_cache(void)
+{
+	for (unsigned n = 0; n < vc_g.nnodes; n++)
+		for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
+			vc_lock(&vc_centrals[n][c].lock);
+	for (unsigned n = 0; n < vc_g.nnodes; n++)
+		vc_lock(&vc_pageheaps[n].lock);
+	vc_lock(&vc_os_lock);
+}
+
+static void unlock_below_cache(bool child)
+{
+	void (*release)(vc_lock_t *) = child ? vc_lock_init : vc_unlock;
+	release(&vc_os_lock);
+	for (unsigned n = 0; n < vc_g.nnodes; n++)
+		release(&vc_pageheaps[n].lock);
+	for (unsigned n = 0; n < vc_g.nnodes; n++)
+		for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
+			release(&vc_centrals[n][c].lock);
+}
+
+static void fork_prepare(void)
+{
+	vc_lock(&init_lock);
+	vc_cache_lock_all();
+	lock_below_cache();
+}
+
+static void fork_parent(void)
+{
+	unlock_below_cache(false);
+	vc_cache_unlock_all(false);
+	vc_unlock(&init_lock);
+}
+
+static void fork_child(void)
+{
+	unlock_below_cache(true);
+	vc_cache_unlock_all(true);
+	vc_lock_init(&init_lock);
+	vc_rseq_fence_after_fork();
+}
+
+static void thread_exit(void *arg)
+{
+	(void)arg;
+	vc_cache_maybe_reclaim();
+}
+
+void vc_thread_note(void)
+{
+	if (VC_LIKELY(thread_noted) || !exit_key_ok)
+		return;
+	thread_noted = 1;
+	pthread_setspecific(exit_key, (void *)1);
+}
+
+static int choose_mode(const struct vc_rseq_info *ri, int want)
+{
+	if (want < 0)
+		want = VCMALLOC_INDEX_VCPU;
+	if (want == VCMALLOC_INDEX_VCPU && !ri->has_mm_cid)
+		want = VCMALLOC_INDEX_CPU;
+	if (want == VCMALLOC_INDEX_CPU && !ri->has_cpu_id)
+		want = VCMALLOC_INDEX_FALLBACK;
+#if !defined(__x86_64__)
+	want = VCMALLOC_INDEX_FALLBACK;
+#endif
+	return want;
+}
+
+void vc_init_slow(void)
+{
+	vc_lock(&init_lock);
+	if (vc_initialised == 2) {
+		vc_unlock(&init_lock);
+		return;
+	}
+	int saved = errno;
+	vc_initialised = 1;
+	vc_options_load(&vc_g.opt);
+	vc_g.secret = vc_os_random();
+	const struct vc_rseq_info *ri = vc_rseq_init();
+	uint32_t ncpu = ri->possible_cpus;
+	vc_g.nvcpus = ncpu ? ncpu : 1;
+	uint32_t nodes = vc_os_numa_nodes();
+	vc_g.nnodes = nodes > VC_MAX_NODES ? VC_MAX_NODES : nodes;
+	vc_g.mode = choose_mode(ri, vc_g.opt.index);
+	vc_g.rseq_index = vc_g.mode == VCMALLOC_INDEX_VCPU ? VC_RSEQ_INDEX_MM_CID
+							   : VC_RSEQ_INDEX_CPU_ID;
+	vc_sizeclass_init();
+	vc_registry_init();
+	vc_pageheap_init();
+	vc_cache_init();
+	__atomic_store_n(&vc_initialised, 2, __ATOMIC_RELEASE);
+	vc_unlock(&init_lock);
+
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
+	errno = saved;
+}
+
+__attribute__((constructor)) static void vc_constructor(void)
+{
+	vc_ensure_init();
+}
+
+__attribute__((destructor)) static void vc_destructor(void)
+{
+	if (vc_initialised == 2 && vc_g.opt.stats)
+		vc_stats_at_exit();
+}

@@ -1,0 +1,170 @@
+/* allocator/internal.h - the map of vcmalloc: global state and every cross-file
+ * function, grouped by the file that defines it. Layers, bottom up:
+ *   os_linux.c -> segment.c (registry, segments, huge blocks) -> pageheap.c (spans)
+ *   -> central.c (transfer arrays, span free lists) -> vcpu_cache.c (per-vCPU caches,
+ *   reclaim) -> alloc.c (malloc family) -> override.c / override_new.cc (symbols).
+ *   init.c, options.c, stats.c and check.c serve all layers.
+ */
+#ifndef VC_INTERNAL_H
+#define VC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "os.h"
+#include "types.h"
+#include "vcmalloc.h"
+
+#define VC_HIDDEN __attribute__((visibility("hidden")))
+#define VC_EXPORT __attribute__((visibility("default")))
+#define VC_LIKELY(x) __builtin_expect(!!(x), 1)
+#define VC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define VC_NOINLINE __attribute__((noinline))
+
+/* Build options as typed constants: both branches always compile. */
+static const int vc_config_assert_level = VC_CONFIG_ASSERT_LEVEL;
+static const bool vc_config_stats = VC_CONFIG_STATS;
+
+/* ---- options.c: VCMALLOC_* environment, read once at init ---- */
+struct vc_options {
+	int index;                  /* requested mode, -1: automatic */
+	int stats;                  /* 0 none, 1 text, 2 json */
+	uint64_t vcpu_cache_bytes;  /* per-vCPU budget of cached object bytes */
+	uint64_t reclaim_ms;        /* idle time before a vCPU cache is drained */
+	uint64_t decay_ms;          /* free pages kept this long before release */
+	int numa;                   /* 0 off, 1 on (default when > 1 node) */
+};
+void vc_options_load(struct vc_options *o) VC_HIDDEN;
+
+/* ---- global state (init.c) ---- */
+struct vc_global {
+	int mode;                   /* enum vcmalloc_index */
+	int rseq_index;             /* VC_RSEQ_INDEX_MM_CID or _CPU_ID in rseq modes */
+	uint32_t nvcpus;            /* possible CPUs: size of the vCPU id space */
+	uint32_t nnodes;
+	uint64_t secret;
+	char *vcpu_regions;         /* nvcpus regions of VC_VCPU_REGION bytes */
+	struct vc_vcpu *vcpus;      /* nvcpus states */
+	uint8_t *registry;          /* one byte per unit of the address space */
+	struct vc_options opt;
+};
+extern struct vc_global vc_g VC_HIDDEN;
+extern int vc_initialised VC_HIDDEN; /* 0 no, 1 in progress, 2 done */
+void vc_init_slow(void) VC_HIDDEN;
+static inline void vc_ensure_init(void)
+{
+	if (VC_UNLIKELY(__atomic_load_n(&vc_initialised, __ATOMIC_ACQUIRE) != 2))
+		vc_init_slow();
+}
+void vc_thread_note(void) VC_HIDDEN; /* arms the thread-exit hook once per thread */
+
+/* ---- sizeclass.c ---- */
+extern struct vc_class_info vc_classes[VC_NUM_CLASSES] VC_HIDDEN;
+extern uint8_t vc_small_class[(1024 >> 4) + 1] VC_HIDDEN;
+void vc_sizeclass_init(void) VC_HIDDEN;
+/* Class of a request 0 < n <= VC_SMALL_MAX (n == 0 counts as 1). */
+static inline unsigned vc_class_of(size_t n)
+{
+	if (VC_LIKELY(n <= 1024))
+		return vc_small_class[(n + 15) >> 4];
+	unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)(n - 1));
+	unsigned j = (unsigned)((n - 1 - ((size_t)1 << k)) >> (k - 3)) + 1;
+	return 8 + (k - 7) * 8 + j;
+}
+/* Smallest class whose objects all have alignment align (<= a page), or 0. */
+unsigned vc_class_for_aligned(size_t n, size_t align) VC_HIDDEN;
+
+/* ---- segment.c: registry, segments, huge blocks ---- */
+static inline unsigned vc_unit_kind(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	if (VC_UNLIKELY(a >> VC_ADDRESS_BITS))
+		return VC_UNIT_FOREIGN;
+	return vc_g.registry[a >> VC_UNIT_SHIFT];
+}
+static inline struct vc_segment *vc_segment_of(const void *p)
+{
+	return (struct vc_segment *)((uintptr_t)p & ~(uintptr_t)(VC_UNIT_SIZE - 1));
+}
+static inline struct vc_span *vc_span_of(const struct vc_segment *s, const void *p)
+{
+	return s->pagemap[((uintptr_t)p - (uintptr_t)s) >> VC_PAGE_SHIFT];
+}
+static inline char *vc_span_start(const struct vc_span *sp)
+{
+	return (char *)vc_segment_of(sp) + ((size_t)sp->first_page << VC_PAGE_SHIFT);
+}
+void vc_registry_init(void) VC_HIDDEN;
+struct vc_segment *vc_segment_map(unsigned node) VC_HIDDEN;
+void vc_segment_unmap(struct vc_segment *s) VC_HIDDEN;
+void *vc_huge_alloc(size_t size, size_t align) VC_HIDDEN;
+/* Header of a huge object p, or NULL when p is not a live huge object's start. */
+struct vc_huge_header *vc_huge_lookup(const void *p) VC_HIDDEN;
+void vc_huge_free(struct vc_huge_header *h) VC_HIDDEN;
+void *vc_huge_realloc(struct vc_huge_header *h, size_t size) VC_HIDDEN;
+extern uint64_t vc_huge_mapped_bytes VC_HIDDEN;
+extern uint64_t vc_huge_count VC_HIDDEN;
+extern vc_lock_t vc_os_lock VC_HIDDEN;
+
+/* ---- pageheap.c: FREE spans per node ---- */
+extern struct vc_pageheap vc_pageheaps[VC_MAX_NODES] VC_HIDDEN;
+void vc_pageheap_init(void) VC_HIDDEN;
+/* A span of npages pages in state (SMALL or LARGE) from node's heap; NULL: OOM. */
+struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state) VC_HIDDEN;
+void vc_pageheap_free(struct vc_span *sp) VC_HIDDEN;
+/* Release FREE pages idle longer than the decay (all of them when force). */
+void vc_pageheap_decay(unsigned node, bool force) VC_HIDDEN;
+
+/* ---- central.c: per (node, class) transfer arrays and span lists ---- */
+extern struct vc_central vc_centrals[VC_MAX_NODES][VC_NUM_CLASSES] VC_HIDDEN;
+/* Up to n free objects of class c into out[]; returns how many (0: OOM). */
+unsigned vc_central_remove(unsigned node, unsigned c, void **out, unsigned n) VC_HIDDEN;
+/* Give n free objects (all tagged free) of class c back. */
+void vc_central_insert(unsigned c, void *const *in, unsigned n) VC_HIDDEN;
+/* Empty the transfer arrays into spans and free wholly free spans. */
+void vc_central_flush(void) VC_HIDDEN;
+static inline uint64_t vc_tag(const void *p, const struct vc_span *sp)
+{
+	return (uint64_t)(uintptr_t)p ^ vc_g.secret ^ sp->generation;
+}
+
+/* ---- vcpu_cache.c: per-vCPU caches ---- */
+void vc_cache_init(void) VC_HIDDEN;
+void *vc_cache_alloc_slow(unsigned c) VC_HIDDEN;
+void vc_cache_free_slow(unsigned c, void *p) VC_HIDDEN;
+int vc_cache_reclaim(bool force) VC_HIDDEN;
+void vc_cache_maybe_reclaim(void) VC_HIDDEN;
+void vc_cache_lock_all(void) VC_HIDDEN;
+void vc_cache_unlock_all(bool child) VC_HIDDEN;
+/* Statistics of the per-vCPU layer. */
+void vc_cache_stats(struct vcmalloc_stats *st) VC_HIDDEN;
+extern uint64_t vc_cache_bytes_peak VC_HIDDEN;
+extern uint32_t vc_cache_populated_now VC_HIDDEN;
+extern uint32_t vc_cache_populated_peak VC_HIDDEN;
+extern uint64_t vc_cache_reclaims VC_HIDDEN;
+extern uint64_t vc_cache_fallback_ops VC_HIDDEN;
+
+/* ---- alloc.c: the malloc family (exported through override.c) ---- */
+void *vc_malloc(size_t n) VC_HIDDEN;
+void vc_free(void *p) VC_HIDDEN;
+void *vc_calloc(size_t n, size_t size) VC_HIDDEN;
+void *vc_realloc(void *p, size_t n) VC_HIDDEN;
+void *vc_memalign(size_t align, size_t n) VC_HIDDEN;
+size_t vc_usable_size(const void *p) VC_HIDDEN;
+void vc_free_sized(void *p, size_t n, size_t align) VC_HIDDEN;
+
+/* ---- stats.c ---- */
+extern uint64_t vc_stat_large_bytes VC_HIDDEN; /* bytes in live LARGE spans */
+void vc_stats_at_exit(void) VC_HIDDEN;
+
+/* ---- check.c: misuse reports and asserts (never allocate) ---- */
+__attribute__((noreturn)) void vc_report(const char *what, const char *func,
+					 const void *p) VC_HIDDEN;
+__attribute__((noreturn)) void vc_assert_fail(const char *expr, const char *file,
+					      int line) VC_HIDDEN;
+#define VC_ASSERT_ALWAYS(e) ((e) ? (void)0 : vc_assert_fail(#e, __FILE__, __LINE__))
+#define VC_ASSERT(e) ((vc_config_assert_level < 1 || (e)) ? (void)0 : vc_assert_fail(#e, __FILE__, __LINE__))
+#define VC_ASSERT_EXPENSIVE(e) ((vc_config_assert_level < 2 || (e)) ? (void)0 : vc_assert_fail(#e, __FILE__, __LINE__))
+
+#endif

@@ -1,0 +1,42 @@
+/* allocator/os.h - the OS boundary. Nothing else in allocator/ includes <sys/mman.h>.
+ * Every function preserves errno unless it says otherwise, and none allocates. */
+#ifndef VC_OS_H
+#define VC_OS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reserve address space without committing memory (MAP_NORESERVE, readable and
+ * writable; pages become resident when touched). NULL on failure. */
+void *vc_os_reserve(size_t size);
+/* Map size bytes aligned to align (a power of two >= 4 KiB). NULL on failure. */
+void *vc_os_map_aligned(size_t size, size_t align);
+void vc_os_unmap(void *p, size_t size);
+/* Give pages back to the OS; they read as zero when touched again. */
+void vc_os_release(void *p, size_t size);
+/* Move a mapping (mremap MAYMOVE); NULL on failure. */
+void *vc_os_remap(void *old, size_t old_size, size_t new_size);
+/* Bind [p, p+size) to a NUMA node (mbind MPOL_PREFERRED); false if unsupported. */
+bool vc_os_bind_node(void *p, size_t size, unsigned node);
+
+/* Milliseconds of CLOCK_MONOTONIC_COARSE. */
+uint64_t vc_os_now_ms(void);
+/* 64 random bits from the auxiliary vector / getrandom. */
+uint64_t vc_os_random(void);
+
+/* Environment lookup without allocation: copies the value of name into buf
+ * (NUL-terminated) and returns true when the variable is set. */
+bool vc_os_getenv(const char *name, char *buf, size_t bufsize);
+
+/* Writes to stderr without allocating. */
+void vc_os_write(int fd, const char *s, size_t n);
+void vc_os_write_str(int fd, const char *s);
+/* Formatting into a caller buffer: unsigned decimal and 0x-hex. Return length. */
+size_t vc_os_fmt_u64(char *buf, uint64_t v);
+size_t vc_os_fmt_hex(char *buf, uint64_t v);
+
+/* NUMA topology from /sys/devices/system/node: number of nodes (>= 1). */
+unsigned vc_os_numa_nodes(void);
+
+#endif

@@ -1,0 +1,223 @@
+/* allocator/pageheap.c - FREE spans of each node, coalesced, and their segments.
+ *
+ * Everything here is under the node's page-heap lock. Invariants:
+ *   - every page of a segment's usable area belongs to exactly one span, and
+ *     pagemap[page] points to that span's descriptor (spans[first_page]);
+ *   - two FREE spans are never adjacent (they are merged on free);
+ *   - a FREE span is on free[npages] (or free[0] above 128 pages);
+ *   - a segment whose spans are all FREE is unmapped, except one kept per node.
+ * Memory goes back to the OS with MADV_DONTNEED once a FREE span has been idle for
+ * the decay time (VCMALLOC_DECAY_MS); released_pages counts what is not resident.
+ */
+#include "internal.h"
+
+struct vc_pageheap vc_pageheaps[VC_MAX_NODES];
+
+static unsigned list_of(size_t npages)
+{
+	return npages < VC_FREE_LISTS ? (unsigned)npages : 0;
+}
+
+static void list_push(struct vc_span **head, struct vc_span *sp)
+{
+	sp->prev = NULL;
+	sp->next = *head;
+	if (*head)
+		(*head)->prev = sp;
+	*head = sp;
+	sp->in_list = 1;
+}
+
+static void list_remove(struct vc_span **head, struct vc_span *sp)
+{
+	if (sp->prev)
+		sp->prev->next = sp->next;
+	else
+		*head = sp->next;
+	if (sp->next)
+		sp->next->prev = sp->prev;
+	sp->next = sp->prev = NULL;
+	sp->in_list = 0;
+}
+
+static void set_pagemap(struct vc_segment *s, struct vc_span *sp)
+{
+	for (unsigned i = 0; i < sp->npages; i++)
+		s->pagemap[sp->first_page + i] = sp;
+}
+
+/* Make the descriptor for pages [first, first+n) of s, as a FREE span. */
+static struct vc_span *make_free_span(struct vc_segment *s, unsigned first, unsigned n,
+				      uint32_t released)
+{
+	struct vc_span *sp = &s->spans[first];
+	sp->first_page = (uint16_t)first;
+	sp->npages = (uint16_t)n;
+	sp->state = VC_SPAN_FREE;
+	sp->sizeclass = 0;
+	sp->node = s->node;
+	sp->released_pages = released;
+	sp->free_list = NULL;
+	sp->free_since_ms = vc_os_now_ms();
+	set_pagemap(s, sp);
+	return sp;
+}
+
+static void insert_free(struct vc_pageheap *ph, struct vc_span *sp)
+{
+	list_push(&ph->free[list_of(sp->npages)], sp);
+	ph->free_bytes += (uint64_t)sp->npages << VC_PAGE_SHIFT;
+	ph->released_bytes += (uint64_t)sp->released_pages << VC_PAGE_SHIFT;
+}
+
+static void remove_free(struct vc_pageheap *ph, struct vc_span *sp)
+{
+	list_remove(&ph->free[list_of(sp->npages)], sp);
+	ph->free_bytes -= (uint64_t)sp->npages << VC_PAGE_SHIFT;
+	ph->released_bytes -= (uint64_t)sp->released_pages << VC_PAGE_SHIFT;
+}
+
+static struct vc_span *find_fit(struct vc_pageheap *ph, size_t npages)
+{
+	for (size_t n = npages; n < VC_FREE_LISTS; n++)
+		if (ph->free[n])
+			return ph->free[n];
+	struct vc_span *best = NULL;
+	for (struct vc_span *sp = ph->free[0]; sp; sp = sp->next)
+		if (sp->npages >= npages && (!best || sp->npages < best->npages))
+			best = sp;
+	return best;
+}
+
+static bool grow(struct vc_pageheap *ph, unsigned node)
+{
+	struct vc_segment *s = vc_segment_map(node);
+	if (!s)
+		return false;
+	s->prev = NULL;
+	s->next = ph->segments;
+	if (ph->segments)
+		ph->segments->prev = s;
+	ph->segments = s;
+	ph->mapped_bytes += VC_UNIT_SIZE;
+	unsigned first = (unsigned)VC_SEGMENT_HEADER_PAGES;
+	/* Fresh pages are not resident: count them as released until used. */
+	unsigned n = (unsigned)VC_PAGES_PER_SEGMENT - first;
+	insert_free(ph, make_free_span(s, first, n, n));
+	return true;
+}
+
+struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state)
+{
+	struct vc_pageheap *ph = &vc_pageheaps[node];
+	if (npages == 0 || npages > VC_PAGES_PER_SEGMENT - VC_SEGMENT_HEADER_PAGES)
+		return NULL;
+	vc_lock(&ph->lock);
+	struct vc_span *sp = find_fit(ph, npages);
+	if (!sp) {
+		if (!grow(ph, node)) {
+			vc_unlock(&ph->lock);
+			return NULL;
+		}
+		sp = find_fit(ph, npages);
+	}
+	remove_free(ph, sp);
+	struct vc_segment *s = vc_segment_of(sp);
+	uint32_t released = sp->released_pages;
+	if (sp->npages > npages) {
+		/* Split: the tail stays FREE. Released pages are not tracked by position:
+		 * the tail keeps its share, the rest counts as resident again. */
+		unsigned tail_n = sp->npages - (unsigned)npages;
+		uint32_t tail_rel = (uint32_t)(((uint64_t)released * tail_n) / sp->npages);
+		insert_free(ph, make_free_span(s, sp->first_page + (unsigned)npages, tail_n,
+					       tail_rel));
+		sp->npages = (uint16_t)npages;
+	}
+	sp->state = (uint8_t)state;
+	sp->released_pages = 0;
+	sp->generation = (vc_g.secret * (++s->span_uses | 1)) ^ (uintptr_t)sp;
+	s->used_pages = (uint16_t)(s->used_pages + npages);
+	set_pagemap(s, sp);
+	vc_unlock(&ph->lock);
+	return sp;
+}
+
+void vc_pageheap_free(struct vc_span *sp)
+{
+	struct vc_segment *s = vc_segment_of(sp);
+	struct vc_pageheap *ph = &vc_pageheaps[s->node];
+	vc_lock(&ph->lock);
+	s->used_pages = (uint16_t)(s->used_pages - sp->npages);
+	unsigned first = sp->first_page, n = sp->npages;
+	uint32_t released = 0;
+	sp->state = VC_SPAN_FREE;
+	sp->sizeclass = 0;
+	/* Merge with FREE neighbours. */
+	if (first > VC_SEGMENT_HEADER_PAGES) {
+		struct vc_span *prev = s->pagemap[first - 1];
+		if (prev && prev->state == VC_SPAN_FREE) {
+			remove_free(ph, prev);
+			first = prev->first_page;
+			n += prev->npages;
+			released += prev->released_pages;
+		}
+	}
+	if (first + n < VC_PAGES_PER_SEGMENT) {
+		struct vc_span *next = s->pagemap[first + n];
+		if (next && next->state == VC_SPAN_FREE) {
+			remove_free(ph, next);
+			n += next->npages;
+			released += next->released_pages;
+		}
+	}
+	struct vc_span *merged = make_free_span(s, first, n, released);
+	if (s->used_pages == 0) {
+		/* Whole segment free: unmap it unless it is the node's last one. */
+		bool keep = ph->segments == s && s->next == NULL;
+		if (!keep) {
+			if (s->prev)
+				s->prev->next = s->next;
+			else
+				ph->segments = s->next;
+			if (s->next)
+				s->next->prev = s->prev;
+			ph->mapped_bytes -= VC_UNIT_SIZE;
+			vc_unlock(&ph->lock);
+			vc_segment_unmap(s);
+			return;
+		}
+	}
+	insert_free(ph, merged);
+	uint64_t now = merged->free_since_ms;
+	bool decay = now - ph->last_decay_ms >= (vc_g.opt.decay_ms ? vc_g.opt.decay_ms : 1);
+	vc_unlock(&ph->lock);
+	if (decay)
+		vc_pageheap_decay(s->node, false);
+}
+
+void vc_pageheap_decay(unsigned node, bool force)
+{
+	struct vc_pageheap *ph = &vc_pageheaps[node];
+	vc_lock(&ph->lock);
+	uint64_t now = vc_os_now_ms();
+	ph->last_decay_ms = now;
+	for (unsigned l = 0; l < VC_FREE_LISTS; l++) {
+		for (struct vc_span *sp = ph->free[l]; sp; sp = sp->next) {
+			if (sp->released_pages == sp->npages)
+				continue;
+			if (!force && now - sp->free_since_ms < vc_g.opt.decay_ms)
+				continue;
+			vc_os_release(vc_span_start(sp), (size_t)sp->npages << VC_PAGE_SHIFT);
+			ph->released_bytes += (uint64_t)(sp->npages - sp->released_pages)
+					      << VC_PAGE_SHIFT;
+			sp->released_pages = sp->npages;
+		}
+	}
+	vc_unlock(&ph->lock);
+}
+
+void vc_pageheap_init(void)
+{
+	for (unsigned i = 0; i < VC_MAX_NODES; i++)
+		vc_pageheaps[i].last_decay_ms = vc_os_now_ms();
+}

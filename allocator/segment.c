@@ -1,0 +1,179 @@
+/* allocator/segment.c - the unit registry, 4 MiB segments and huge blocks.
+ *
+ * Registry: one byte per 4 MiB unit of the 47-bit address space (32 MiB reserved,
+ * touched only around addresses vcmalloc uses). A byte changes under vc_os_lock,
+ * before a unit is handed out and after it is given back; readers (free, realloc,
+ * malloc_usable_size) read it without a lock: a pointer into a unit can only exist
+ * while the unit is ours.
+ *
+ * Huge blocks: one mapping each, starting on a unit boundary; the header sits one
+ * page before the object, which is page aligned (or more). At most one huge object
+ * starts in any unit. Mappings are returned to the OS on free.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+vc_lock_t vc_os_lock = VC_LOCK_INIT;
+uint64_t vc_huge_mapped_bytes;
+uint64_t vc_huge_count;
+
+void vc_registry_init(void)
+{
+	size_t bytes = (size_t)1 << (VC_ADDRESS_BITS - VC_UNIT_SHIFT);
+	vc_g.registry = vc_os_reserve(bytes);
+	VC_ASSERT_ALWAYS(vc_g.registry != NULL);
+}
+
+static void registry_set(const void *p, size_t size, unsigned first, unsigned rest)
+{
+	uintptr_t u = (uintptr_t)p >> VC_UNIT_SHIFT;
+	uintptr_t end = ((uintptr_t)p + size - 1) >> VC_UNIT_SHIFT;
+	__atomic_store_n(&vc_g.registry[u], (uint8_t)first, __ATOMIC_RELEASE);
+	for (u++; u <= end; u++)
+		__atomic_store_n(&vc_g.registry[u], (uint8_t)rest, __ATOMIC_RELEASE);
+}
+
+struct vc_segment *vc_segment_map(unsigned node)
+{
+	struct vc_segment *s = vc_os_map_aligned(VC_UNIT_SIZE, VC_UNIT_SIZE);
+	if (!s)
+		return NULL;
+	if (vc_g.nnodes > 1 && vc_g.opt.numa)
+		vc_os_bind_node(s, VC_UNIT_SIZE, node);
+	s->magic = vc_g.secret ^ (uintptr_t)s;
+	s->node = (uint8_t)node;
+	vc_lock(&vc_os_lock);
+	registry_set(s, VC_UNIT_SIZE, VC_UNIT_SEGMENT, VC_UNIT_SEGMENT);
+	vc_unlock(&vc_os_lock);
+	return s;
+}
+
+void vc_segment_unmap(struct vc_segment *s)
+{
+	vc_lock(&vc_os_lock);
+	registry_set(s, VC_UNIT_SIZE, VC_UNIT_FOREIGN, VC_UNIT_FOREIGN);
+	vc_unlock(&vc_os_lock);
+	vc_os_unmap(s, VC_UNIT_SIZE);
+}
+
+static size_t huge_map_size(size_t size, size_t align)
+{
+	size_t pre = align > VC_PAGE_SIZE ? align : VC_PAGE_SIZE; /* header page + alignment */
+	size_t total = pre + size;
+	if (total < size)
+		return 0;
+	total = (total + VC_OS_PAGE - 1) & ~(size_t)(VC_OS_PAGE - 1);
+	return total < pre ? 0 : total;
+}
+
+void *vc_huge_alloc(size_t size, size_t align)
+{
+	if (align < VC_PAGE_SIZE)
+		align = VC_PAGE_SIZE;
+	size_t map = huge_map_size(size, align);
+	if (map == 0 || map > PTRDIFF_MAX) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* The mapping starts on a unit; the object is the first aligned address at least
+	 * one page in, so its header (one page before it) is inside the mapping. */
+	size_t base_align = align > VC_UNIT_SIZE ? align : VC_UNIT_SIZE;
+	char *base = vc_os_map_aligned(map, base_align);
+	if (!base) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	char *obj = base + (align > VC_PAGE_SIZE ? align : VC_PAGE_SIZE);
+	struct vc_huge_header *h = (struct vc_huge_header *)(obj - VC_PAGE_SIZE);
+	h->map_base = base;
+	h->map_size = map;
+	h->size = map - (size_t)(obj - base);
+	h->state = 1;
+	h->magic = vc_g.secret ^ (uintptr_t)obj;
+	vc_lock(&vc_os_lock);
+	registry_set(base, map, VC_UNIT_HUGE_BODY, VC_UNIT_HUGE_BODY);
+	registry_set(obj, 1, VC_UNIT_HUGE_START, VC_UNIT_HUGE_START);
+	vc_huge_mapped_bytes += map;
+	vc_huge_count++;
+	vc_unlock(&vc_os_lock);
+	return obj;
+}
+
+struct vc_huge_header *vc_huge_lookup(const void *p)
+{
+	if (((uintptr_t)p & (VC_PAGE_SIZE - 1)) != 0)
+		return NULL;
+	struct vc_huge_header *h = (struct vc_huge_header *)((const char *)p - VC_PAGE_SIZE);
+	/* The unit says a huge object starts here; the header page is ours whenever it
+	 * does, but p may be an interior pointer: the magic tells. */
+	if (h->magic != (vc_g.secret ^ (uintptr_t)p) || h->state != 1)
+		return NULL;
+	return h;
+}
+
+void vc_huge_free(struct vc_huge_header *h)
+{
+	void *base = h->map_base;
+	size_t map = h->map_size;
+	char *obj = (char *)h + VC_PAGE_SIZE;
+	vc_lock(&vc_os_lock);
+	h->state = 0;
+	registry_set(base, map, VC_UNIT_FOREIGN, VC_UNIT_FOREIGN);
+	registry_set(obj, 1, VC_UNIT_HUGE_FREED, VC_UNIT_HUGE_FREED);
+	vc_huge_mapped_bytes -= map;
+	vc_huge_count--;
+	vc_os_unmap(base, map);
+	vc_unlock(&vc_os_lock);
+}
+
+void *vc_huge_realloc(struct vc_huge_header *h, size_t size)
+{
+	char *obj = (char *)h + VC_PAGE_SIZE;
+	size_t offset = (size_t)(obj - (char *)h->map_base);
+	size_t map = huge_map_size(size, offset);
+	if (map == 0)
+		return NULL;
+	if (map <= h->map_size && map * 2 > h->map_size)
+		return obj; /* shrinking by less than half: keep it */
+	/* mremap may move the mapping off a unit boundary; then several huge objects
+	 * could start in one unit, so only move when the new place keeps the rule. */
+	vc_lock(&vc_os_lock);
+	void *old_base = h->map_base;
+	size_t old_map = h->map_size;
+	char *nb = vc_os_remap(old_base, old_map, map);
+	if (!nb) {
+		vc_unlock(&vc_os_lock);
+		return NULL;
+	}
+	if (((uintptr_t)nb & (VC_UNIT_SIZE - 1)) != 0) {
+		/* Moved off a unit: move it back into an aligned mapping of our own. */
+		char *aligned = vc_os_map_aligned(map, VC_UNIT_SIZE);
+		if (!aligned) {
+			char *back = vc_os_remap(nb, map, old_map);
+			(void)back;
+			vc_unlock(&vc_os_lock);
+			return NULL;
+		}
+		memcpy(aligned, nb, old_map < map ? old_map : map);
+		vc_os_unmap(nb, map);
+		nb = aligned;
+	}
+	if (nb != old_base)
+		registry_set(old_base, old_map, VC_UNIT_FOREIGN, VC_UNIT_FOREIGN);
+	else if (map < old_map)
+		registry_set((char *)old_base + map, old_map - map, VC_UNIT_FOREIGN,
+			     VC_UNIT_FOREIGN);
+	char *nobj = nb + offset;
+	struct vc_huge_header *nh = (struct vc_huge_header *)(nobj - VC_PAGE_SIZE);
+	nh->map_base = nb;
+	nh->map_size = map;
+	nh->size = map - offset;
+	nh->magic = vc_g.secret ^ (uintptr_t)nobj;
+	registry_set(nb, map, VC_UNIT_HUGE_BODY, VC_UNIT_HUGE_BODY);
+	registry_set(nobj, 1, VC_UNIT_HUGE_START, VC_UNIT_HUGE_START);
+	vc_huge_mapped_bytes += map - old_map;
+	vc_unlock(&vc_os_lock);
+	return nobj;
+}

@@ -1,0 +1,74 @@
+/* allocator/sizeclass.c - size classes of small objects and their span shapes.
+ *
+ * Classes 1-8: 16..128 bytes in steps of 16. Then eight classes per doubling:
+ * (2^k, 2^(k+1)] in steps of 2^(k-3), k = 7..17, up to 256 KiB. Every class is a
+ * multiple of 16 and the gap between neighbours above 128 bytes is at most 12.5%.
+ * The table is computed once at start-up and read-only afterwards.
+ */
+#include "internal.h"
+
+struct vc_class_info vc_classes[VC_NUM_CLASSES];
+uint8_t vc_small_class[(1024 >> 4) + 1];
+
+/* Span pages: the fewest pages that hold min_objects objects with at most 1/8 of the
+ * span left over. */
+static uint32_t span_pages_for(uint32_t size)
+{
+	uint32_t min_objects = size <= 1024 ? 16 : size <= 8192 ? 8 : size <= 65536 ? 2 : 1;
+	uint64_t pages = ((uint64_t)size * min_objects + VC_PAGE_SIZE - 1) / VC_PAGE_SIZE;
+	for (;; pages++) {
+		uint64_t bytes = pages * VC_PAGE_SIZE;
+		if ((bytes % size) * 8 <= bytes)
+			return (uint32_t)pages;
+	}
+}
+
+void vc_sizeclass_init(void)
+{
+	unsigned c = 1;
+	for (uint32_t s = 16; s <= 128; s += 16)
+		vc_classes[c++].size = s;
+	for (unsigned k = 7; k <= 17; k++)
+		for (unsigned j = 1; j <= 8; j++)
+			vc_classes[c++].size = (1u << k) + j * (1u << (k - 3));
+	VC_ASSERT_ALWAYS(c == VC_NUM_CLASSES);
+	VC_ASSERT_ALWAYS(vc_classes[VC_NUM_CLASSES - 1].size == VC_SMALL_MAX);
+
+	uint32_t slot = VC_VCPU_HEADER_SLOTS;
+	for (c = 1; c < VC_NUM_CLASSES; c++) {
+		struct vc_class_info *ci = &vc_classes[c];
+		ci->span_pages = span_pages_for(ci->size);
+		ci->objects = (uint32_t)(ci->span_pages * VC_PAGE_SIZE / ci->size);
+		/* Move about 32 KiB per batch between a vCPU cache and central. */
+		uint32_t batch = (32u << 10) / ci->size;
+		ci->batch = batch < 2 ? 2 : batch > VC_BATCH_MAX ? VC_BATCH_MAX : batch;
+		/* Per-vCPU slots: up to 512 objects or 2 MiB, at least 4 objects. */
+		uint32_t max = (2u << 20) / ci->size;
+		ci->max_slots = max > 512 ? 512 : max < 4 ? 4 : max;
+		ci->slot_base = slot;
+		slot += ci->max_slots;
+		ci->div_magic = ((1ull << 40) + ci->size - 1) / ci->size;
+	}
+	VC_ASSERT_ALWAYS(slot <= VC_VCPU_SLOTS);
+	for (size_t n = 0; n <= 1024; n += 16) {
+		unsigned cls = 1;
+		while (vc_classes[cls].size < (n ? n : 1))
+			cls++;
+		vc_small_class[n >> 4] = (uint8_t)cls;
+	}
+}
+
+unsigned vc_class_for_aligned(size_t n, size_t align)
+{
+	if (align > VC_PAGE_SIZE || n > VC_SMALL_MAX)
+		return 0;
+	size_t want = n < align ? align : n;
+	if (want > VC_SMALL_MAX)
+		return 0;
+	/* Span starts are page aligned, so a class whose size is a multiple of align
+	 * gives every object that alignment. */
+	for (unsigned c = vc_class_of(want); c < VC_NUM_CLASSES; c++)
+		if (vc_classes[c].size % align == 0)
+			return c;
+	return 0;
+}

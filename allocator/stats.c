@@ -1,0 +1,166 @@
+/* allocator/stats.c - statistics: vcmalloc_stats(), JSON and text output.
+ * Counters are read without stopping other threads: a snapshot, not a cut. Output
+ * is formatted into a stack buffer and written with write(2). */
+#include "internal.h"
+#include "vcpu_cache.h"
+
+#include <string.h>
+
+static const char *mode_name(int m)
+{
+	return m == VCMALLOC_INDEX_VCPU ? "vcpu" : m == VCMALLOC_INDEX_CPU ? "cpu" : "fallback";
+}
+
+static void fill(struct vcmalloc_stats *st)
+{
+	memset(st, 0, sizeof *st);
+	st->index = (enum vcmalloc_index)vc_g.mode;
+	st->possible_cpus = vc_g.nvcpus;
+	vc_cache_stats(st);
+	st->vcpu_cache_bytes_peak = __atomic_load_n(&vc_cache_bytes_peak, __ATOMIC_RELAXED);
+	st->vcpu_caches_populated = __atomic_load_n(&vc_cache_populated_now, __ATOMIC_RELAXED);
+	st->vcpu_caches_populated_peak =
+	    __atomic_load_n(&vc_cache_populated_peak, __ATOMIC_RELAXED);
+	st->vcpu_reclaims = __atomic_load_n(&vc_cache_reclaims, __ATOMIC_RELAXED);
+	st->rseq_fallbacks = __atomic_load_n(&vc_cache_fallback_ops, __ATOMIC_RELAXED);
+	st->nodes = vc_g.nnodes;
+	uint64_t mapped = 0, resident = 0, small_out = 0;
+	for (unsigned n = 0; n < vc_g.nnodes && n < VCMALLOC_MAX_NODES; n++) {
+		struct vc_pageheap *ph = &vc_pageheaps[n];
+		vc_lock(&ph->lock);
+		uint64_t m = ph->mapped_bytes, rel = ph->released_bytes;
+		/* Cached: resident free pages of the page heap plus free objects of the
+		 * central lists (transfer arrays, span free lists, uncarved objects). */
+		uint64_t cached = ph->free_bytes > rel ? ph->free_bytes - rel : 0;
+		vc_unlock(&ph->lock);
+		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+			struct vc_central *ce = &vc_centrals[n][c];
+			cached += __atomic_load_n(&ce->free_objects, __ATOMIC_RELAXED) *
+				  vc_classes[c].size;
+			small_out += (__atomic_load_n(&ce->span_out, __ATOMIC_RELAXED) -
+				      __atomic_load_n(&ce->transfer_count, __ATOMIC_RELAXED)) *
+				     vc_classes[c].size;
+		}
+		st->node[n].mapped_bytes = m;
+		st->node[n].resident_bytes = m > rel ? m - rel : 0;
+		st->node[n].cached_bytes = cached;
+		mapped += m;
+		resident += st->node[n].resident_bytes;
+	}
+	uint64_t huge = __atomic_load_n(&vc_huge_mapped_bytes, __ATOMIC_RELAXED);
+	/* Reserved vCPU regions are not mapped memory until used: count what is. */
+	st->mapped_bytes = mapped + huge + st->vcpu_cache_bytes - st->vcpu_cache_object_bytes;
+	st->resident_bytes = resident + huge + st->vcpu_cache_bytes - st->vcpu_cache_object_bytes;
+	/* Live bytes: small objects out of spans and not cached anywhere, plus large and
+	 * huge blocks (usable sizes). */
+	uint64_t cached_small = st->vcpu_cache_object_bytes;
+	st->allocated_bytes = (small_out > cached_small ? small_out - cached_small : 0) +
+			      __atomic_load_n(&vc_stat_large_bytes, __ATOMIC_RELAXED) + huge;
+}
+
+int vcmalloc_stats(struct vcmalloc_stats *out)
+{
+	vc_ensure_init();
+	fill(out);
+	return 0;
+}
+
+struct out {
+	char buf[8192];
+	size_t n;
+};
+
+static void put(struct out *o, const char *s)
+{
+	size_t l = strlen(s);
+	if (o->n + l < sizeof o->buf) {
+		memcpy(o->buf + o->n, s, l);
+		o->n += l;
+	}
+}
+
+static void put_u64(struct out *o, const char *key, uint64_t v, bool comma)
+{
+	char num[24];
+	put(o, "\"");
+	put(o, key);
+	put(o, "\": ");
+	vc_os_fmt_u64(num, v);
+	put(o, num);
+	if (comma)
+		put(o, ", ");
+}
+
+int vcmalloc_stats_json(int fd)
+{
+	struct vcmalloc_stats st;
+	vcmalloc_stats(&st);
+	static struct out o; /* 8 KiB: too big for some thread stacks */
+	o.n = 0;
+	put(&o, "{\"index\": \"");
+	put(&o, mode_name(st.index));
+	put(&o, "\", ");
+	put_u64(&o, "possible_cpus", st.possible_cpus, true);
+	put_u64(&o, "vcpu_caches_populated", st.vcpu_caches_populated, true);
+	put_u64(&o, "vcpu_caches_populated_peak", st.vcpu_caches_populated_peak, true);
+	put_u64(&o, "vcpu_cache_bytes", st.vcpu_cache_bytes, true);
+	put_u64(&o, "vcpu_cache_bytes_peak", st.vcpu_cache_bytes_peak, true);
+	put_u64(&o, "vcpu_cache_object_bytes", st.vcpu_cache_object_bytes, true);
+	put_u64(&o, "resident_bytes", st.resident_bytes, true);
+	put_u64(&o, "mapped_bytes", st.mapped_bytes, true);
+	put_u64(&o, "allocated_bytes", st.allocated_bytes, true);
+	put_u64(&o, "vcpu_reclaims", st.vcpu_reclaims, true);
+	put_u64(&o, "rseq_fallbacks", st.rseq_fallbacks, true);
+	put_u64(&o, "numa_nodes", st.nodes, false);
+	put(&o, ", \"nodes\": [");
+	for (unsigned n = 0; n < st.nodes; n++) {
+		put(&o, n ? ", {" : "{");
+		put_u64(&o, "node", n, true);
+		put_u64(&o, "mapped_bytes", st.node[n].mapped_bytes, true);
+		put_u64(&o, "resident_bytes", st.node[n].resident_bytes, true);
+		put_u64(&o, "cached_bytes", st.node[n].cached_bytes, false);
+		put(&o, "}");
+	}
+	put(&o, "]}\n");
+	vc_os_write(fd, o.buf, o.n);
+	return 0;
+}
+
+void vc_stats_at_exit(void)
+{
+	if (vc_g.opt.stats == 2) {
+		vcmalloc_stats_json(2);
+		return;
+	}
+	struct vcmalloc_stats st;
+	vcmalloc_stats(&st);
+	char num[24];
+	vc_os_write_str(2, "vcmalloc: index ");
+	vc_os_write_str(2, mode_name(st.index));
+	vc_os_write_str(2, ", vCPU caches populated ");
+	vc_os_write(2, num, vc_os_fmt_u64(num, st.vcpu_caches_populated));
+	vc_os_write_str(2, " (peak ");
+	vc_os_write(2, num, vc_os_fmt_u64(num, st.vcpu_caches_populated_peak));
+	vc_os_write_str(2, "), vCPU cache bytes ");
+	vc_os_write(2, num, vc_os_fmt_u64(num, st.vcpu_cache_bytes));
+	vc_os_write_str(2, " (peak ");
+	vc_os_write(2, num, vc_os_fmt_u64(num, st.vcpu_cache_bytes_peak));
+	vc_os_write_str(2, "), resident ");
+	vc_os_write(2, num, vc_os_fmt_u64(num, st.resident_bytes));
+	vc_os_write_str(2, ", mapped ");
+	vc_os_write(2, num, vc_os_fmt_u64(num, st.mapped_bytes));
+	vc_os_write_str(2, "\n");
+}
+
+int vcmalloc_reclaim(int force)
+{
+	return vc_cache_reclaim(force != 0);
+}
+
+void vcmalloc_release_free_memory(void)
+{
+	vc_ensure_init();
+	vc_central_flush();
+	for (unsigned n = 0; n < vc_g.nnodes; n++)
+		vc_pageheap_decay(n, true);
+}

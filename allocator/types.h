@@ -1,0 +1,162 @@
+/* allocator/types.h - the objects of vcmalloc, their sizes and their invariants.
+ *
+ * Glossary
+ *   unit      4 MiB of address space, aligned. The registry keeps one byte per unit
+ *             saying what vcmalloc has there (nothing, a segment, a huge block).
+ *   segment   a 4 MiB unit mapped for small and large objects. Its first pages hold
+ *             the segment header: a page map (page -> span) and the span
+ *             descriptors; the rest is cut into spans.
+ *   page      8 KiB, the granule of spans inside a segment.
+ *   span      a run of pages of one segment. FREE (in the page heap), SMALL (cut into
+ *             objects of one size class) or LARGE (one object of 256 KiB - 1 MiB).
+ *   huge      a request above 1 MiB (or aligned above a page): its own mapping,
+ *             starting on a unit, header one page before the object.
+ *   class     a size class of small objects (16 B - 256 KiB); class 0 means "none".
+ *   vCPU      an index of the per-vCPU caches: rseq mm_cid (index mode vcpu), rseq
+ *             cpu_id (mode cpu), or a shard number (mode fallback).
+ *   vCPU cache one region per vCPU id: a header word per class then slot arrays of
+ *             free object pointers (see struct vc_rseq_stack).
+ *   central   per node and class: a transfer array of free objects plus the SMALL
+ *             spans that still have free objects.
+ *   page heap per node: the FREE spans, coalesced, and the segments they live in.
+ *
+ * Object accounting of a SMALL span (under the central lock of its class and node):
+ *   capacity = carved + uncarved;  carved = allocated + on free_list
+ *   where "allocated" counts objects handed to vCPU caches, transfer arrays or users.
+ *
+ * Free-object tag: word 1 (bytes 8-15) of an object that is free anywhere in
+ * vcmalloc holds vc_tag(p, span) = p ^ secret ^ span->generation; malloc clears it.
+ * free() of an object whose word 1 already holds its tag is a double free (a live
+ * object holding exactly that 64-bit value by chance: probability 2^-64).
+ */
+#ifndef VC_TYPES_H
+#define VC_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lock.h"
+#include "vc_config.h"
+
+#define VC_UNIT_SHIFT 22
+#define VC_UNIT_SIZE ((size_t)1 << VC_UNIT_SHIFT)
+#define VC_PAGE_SHIFT 13
+#define VC_PAGE_SIZE ((size_t)1 << VC_PAGE_SHIFT)
+#define VC_OS_PAGE 4096
+#define VC_PAGES_PER_SEGMENT (VC_UNIT_SIZE / VC_PAGE_SIZE) /* 512 */
+#define VC_ADDRESS_BITS 47
+
+#define VC_NUM_CLASSES 97 /* classes 1..96, 0 is "no class" */
+#define VC_SMALL_MAX ((size_t)256 << 10)
+#define VC_LARGE_MAX ((size_t)1 << 20)
+#define VC_MAX_NODES 64
+
+/* Per-vCPU region: 2^18 bytes = 32768 slots of 8 bytes; slots [0, 97) are headers. */
+#define VC_VCPU_SHIFT 18
+#define VC_VCPU_REGION ((size_t)1 << VC_VCPU_SHIFT)
+#define VC_VCPU_SLOTS (VC_VCPU_REGION / 8)
+#define VC_VCPU_HEADER_SLOTS 128 /* one 1 KiB block of headers, then slot arrays */
+#define VC_BATCH_MAX 32
+
+/* Registry byte per unit. */
+enum vc_unit_kind {
+	VC_UNIT_FOREIGN = 0,
+	VC_UNIT_SEGMENT = 1,    /* header at the unit base */
+	VC_UNIT_HUGE_START = 2, /* a huge object starts here; header one page before it */
+	VC_UNIT_HUGE_BODY = 3,  /* inside a huge mapping, no object starts here */
+	VC_UNIT_HUGE_FREED = 4, /* a huge block here was freed (for double-free reports) */
+};
+
+enum vc_span_state { VC_SPAN_FREE = 0, VC_SPAN_SMALL = 1, VC_SPAN_LARGE = 2 };
+
+struct vc_span {
+	/* Immutable while the span is in use. */
+	uint16_t first_page;   /* page index in the segment */
+	uint16_t npages;
+	uint8_t state;         /* enum vc_span_state */
+	uint8_t sizeclass;     /* SMALL: class; else 0 */
+	uint8_t node;
+	uint8_t in_list;       /* on a central or page-heap list */
+	uint64_t generation;   /* new on every (re)use: makes stale tags useless */
+	/* SMALL: under the central lock of (node, class). */
+	uint32_t capacity;
+	uint32_t carved;
+	uint32_t allocated;
+	uint32_t released_pages; /* FREE: pages given back to the OS (not resident) */
+	void *free_list;
+	struct vc_span *next, *prev;
+	uint64_t free_since_ms; /* FREE: when it became free (decay) */
+	size_t large_size;      /* LARGE: requested bytes rounded to pages */
+};
+
+struct vc_segment {
+	uint64_t magic;        /* vc_secret ^ address: sanity check */
+	uint8_t node;
+	uint16_t used_pages;   /* pages in SMALL/LARGE spans (page-heap lock) */
+	uint64_t span_uses;    /* spans handed out so far: feeds span generations */
+	struct vc_segment *next, *prev; /* page heap's segment list */
+	struct vc_span *pagemap[VC_PAGES_PER_SEGMENT];
+	struct vc_span spans[VC_PAGES_PER_SEGMENT]; /* descriptor of a span at its first page */
+};
+#define VC_SEGMENT_HEADER_PAGES                                                         \
+	((sizeof(struct vc_segment) + VC_PAGE_SIZE - 1) / VC_PAGE_SIZE)
+
+struct vc_huge_header {
+	uint64_t magic;        /* vc_secret ^ object address */
+	void *map_base;
+	size_t map_size;
+	size_t size;           /* usable bytes */
+	uint64_t state;        /* 1 live, 0 freed */
+};
+
+/* Size class table (sizeclass.c): read-only after init. */
+struct vc_class_info {
+	uint32_t size;
+	uint32_t span_pages;
+	uint32_t objects;      /* per span */
+	uint32_t batch;        /* objects moved between vCPU cache and central at once */
+	uint32_t max_slots;    /* per-vCPU capacity limit */
+	uint32_t slot_base;    /* first slot of this class in a vCPU region */
+	uint64_t div_magic;    /* ceil(2^40 / size): exact offset / size for offsets < 4 MiB */
+};
+
+/* Central free lists of one (node, class). */
+#define VC_TRANSFER_CAP 128
+struct vc_central {
+	vc_lock_t lock;
+	uint32_t transfer_count;
+	struct vc_span *nonempty; /* SMALL spans with free or uncarved objects */
+	uint64_t free_objects;    /* on span free lists + uncarved + in transfer */
+	uint64_t span_out;        /* objects taken out of spans (incl. in transfer) */
+	void *transfer[VC_TRANSFER_CAP];
+};
+
+/* Page heap of one node. */
+#define VC_FREE_LISTS 129 /* exact page counts 1..128, [0] for anything larger */
+struct vc_pageheap {
+	vc_lock_t lock;
+	struct vc_span *free[VC_FREE_LISTS];
+	struct vc_segment *segments;
+	uint64_t mapped_bytes;
+	uint64_t released_bytes;   /* of FREE spans, not resident */
+	uint64_t free_bytes;       /* in FREE spans */
+	uint64_t last_decay_ms;
+};
+
+/* State of one vCPU cache (array indexed by vCPU id). */
+struct vc_vcpu {
+	vc_lock_t lock;             /* populate, drain, resize by others, fallback ops */
+	uint8_t populated;          /* headers valid (lock held to change) */
+	uint8_t node;               /* node its cached objects came from */
+	uint32_t slow_events;       /* misses and overflows, relaxed atomic */
+	uint32_t seen_events;       /* slow_events at the previous reclaim scan */
+	uint32_t idle_scans;        /* consecutive scans without activity */
+	uint64_t current_sum;       /* sum of header words at the previous scan */
+	uint64_t capacity_bytes;    /* sum over classes of capacity * size */
+	uint32_t misses[VC_NUM_CLASSES];
+	uint16_t capacity[VC_NUM_CLASSES];
+	uint16_t high_water[VC_NUM_CLASSES]; /* highest slot ever used (pages touched) */
+} __attribute__((aligned(64)));
+
+#endif

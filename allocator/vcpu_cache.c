@@ -1,0 +1,583 @@
+/* allocator/vcpu_cache.c - slow paths of the per-vCPU caches: lazy population,
+ * refill and overflow, capacity budgeting, drain and reclaim, and the locked
+ * fallback mode.
+ *
+ * Memory: vc_g.vcpu_regions reserves VC_VCPU_REGION bytes of address space for
+ * every possible vCPU id, and vc_g.vcpus one state each; nothing of a region is
+ * resident until its id is first used ("populated"). A populated region holds one
+ * header word per class (slots 0..127) and each class's slot array at
+ * vc_classes[c].slot_base. Draining a vCPU returns its objects to the central
+ * layer and its pages to the OS, so cost follows the ids in use.
+ *
+ * Who writes what:
+ *   header.current  critical sections of the thread currently running as the id
+ *                   (rseq modes), or holders of vcpu->lock (fallback mode);
+ *   whole header    populate (0 -> initial, lock held; no critical section can
+ *                   commit on a zero header), resize (a critical section on the
+ *                   owning id, cmpeq_store, lock held), drain (CAS to 0, then the
+ *                   rseq fence, lock held);
+ *   vcpu fields     under vcpu->lock, except slow_events / misses (relaxed).
+ */
+#include "vcpu_cache.h"
+
+#include <pthread.h>
+#include <string.h>
+
+uint64_t vc_cache_bytes_peak;
+uint32_t vc_cache_populated_now;
+uint32_t vc_cache_populated_peak;
+uint64_t vc_cache_reclaims;
+uint64_t vc_cache_fallback_ops;
+
+static vc_lock_t reclaim_lock = VC_LOCK_INIT;
+static uint64_t last_reclaim_ms;
+static uint32_t slow_counter;
+
+void vc_cache_init(void)
+{
+	size_t n = vc_g.nvcpus;
+	vc_g.vcpu_regions = vc_os_reserve(n << VC_VCPU_SHIFT);
+	vc_g.vcpus = vc_os_reserve((n * sizeof(struct vc_vcpu) + VC_OS_PAGE - 1) &
+				   ~(size_t)(VC_OS_PAGE - 1));
+	VC_ASSERT_ALWAYS(vc_g.vcpu_regions && vc_g.vcpus);
+	last_reclaim_ms = vc_os_now_ms();
+}
+
+static inline uint64_t header_pack(uint16_t current, uint16_t begin, uint16_t end)
+{
+	return (uint64_t)current | ((uint64_t)begin << 32) | ((uint64_t)end << 48);
+}
+static inline uint16_t h_current(uint64_t h) { return (uint16_t)h; }
+static inline uint16_t h_begin(uint64_t h) { return (uint16_t)(h >> 32); }
+static inline uint16_t h_end(uint64_t h) { return (uint16_t)(h >> 48); }
+
+static inline uint64_t *header_word(uint32_t idx, unsigned c)
+{
+	return (uint64_t *)vc_vcpu_header(vc_vcpu_region(idx), c);
+}
+
+static unsigned current_node(void)
+{
+	if (vc_g.nnodes <= 1 || !vc_g.opt.numa)
+		return 0;
+	unsigned n = (unsigned)vc_rseq_current_node();
+	return n < vc_g.nnodes ? n : 0;
+}
+
+static void note_peak(void);
+
+/* Lock held. Headers go from zero to "empty, capacity 0". */
+static void populate_locked(uint32_t idx)
+{
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	if (v->populated)
+		return;
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+		uint16_t b = (uint16_t)vc_classes[c].slot_base;
+		__atomic_store_n(header_word(idx, c), header_pack(b, b, b), __ATOMIC_RELEASE);
+		v->capacity[c] = 0;
+		v->misses[c] = 0;
+	}
+	v->capacity_bytes = 0;
+	v->idle_scans = 0;
+	v->populated = 1;
+	uint32_t now = __atomic_add_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
+	uint32_t peak = __atomic_load_n(&vc_cache_populated_peak, __ATOMIC_RELAXED);
+	while (now > peak && !__atomic_compare_exchange_n(&vc_cache_populated_peak, &peak, now,
+							   1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static void populate(uint32_t idx)
+{
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	vc_lock(&v->lock);
+	populate_locked(idx);
+	vc_unlock(&v->lock);
+	note_peak();
+}
+
+/* Pages of the region that slot arrays have touched: one bit per 4 KiB page. */
+static uint64_t touched_pages(const struct vc_vcpu *v)
+{
+	uint64_t mask = 1; /* the header page */
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+		if (!v->high_water[c])
+			continue;
+		size_t first = (size_t)vc_classes[c].slot_base * 8 / VC_OS_PAGE;
+		size_t last = ((size_t)vc_classes[c].slot_base + v->high_water[c]) * 8 - 1;
+		for (size_t pg = first; pg <= last / VC_OS_PAGE; pg++)
+			mask |= 1ull << pg;
+	}
+	return mask;
+}
+
+void vc_cache_stats(struct vcmalloc_stats *st)
+{
+	uint64_t bytes = 0, objects = 0;
+	for (uint32_t idx = 0; idx < vc_g.nvcpus; idx++) {
+		struct vc_vcpu *v = &vc_g.vcpus[idx];
+		if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
+			continue;
+		bytes += (uint64_t)__builtin_popcountll(touched_pages(v)) * VC_OS_PAGE;
+		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+			uint64_t h = __atomic_load_n(header_word(idx, c), __ATOMIC_RELAXED);
+			if (h_current(h) > h_begin(h))
+				objects += (uint64_t)(h_current(h) - h_begin(h)) * vc_classes[c].size;
+		}
+	}
+	/* The state array is touched up to the highest populated id. */
+	uint64_t total = bytes + objects;
+	if (st) {
+		st->vcpu_cache_bytes = total;
+		st->vcpu_cache_object_bytes = objects;
+	}
+	uint64_t peak = __atomic_load_n(&vc_cache_bytes_peak, __ATOMIC_RELAXED);
+	while (total > peak && !__atomic_compare_exchange_n(&vc_cache_bytes_peak, &peak, total, 1,
+							    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static void note_peak(void)
+{
+	vc_cache_stats(NULL);
+}
+
+/* Bookkeeping of a capacity change; vcpu lock held. */
+static void set_capacity(struct vc_vcpu *v, unsigned c, unsigned cap)
+{
+	v->capacity_bytes -= (uint64_t)v->capacity[c] * vc_classes[c].size;
+	v->capacity[c] = (uint16_t)cap;
+	v->capacity_bytes += (uint64_t)cap * vc_classes[c].size;
+	if (cap > v->high_water[c])
+		v->high_water[c] = (uint16_t)cap;
+}
+
+/* Change the capacity of class c on the vCPU this thread runs as, idx.
+ * Lock of idx held. Returns false when the thread moved or the header changed. */
+static bool resize(struct vc_rseq_abi *rs, uint32_t idx, unsigned c, unsigned cap)
+{
+	const int ix = vc_g.rseq_index;
+	uint64_t *hw = header_word(idx, c);
+	struct vc_rseq_stack *hdr = (struct vc_rseq_stack *)hw;
+	char *region = vc_vcpu_region(idx);
+	for (int tries = 0; tries < 4; tries++) {
+		uint64_t h = __atomic_load_n(hw, __ATOMIC_ACQUIRE);
+		if (h == 0)
+			return false;
+		uint16_t b = h_begin(h), cur = h_current(h);
+		uint16_t end = (uint16_t)(b + cap);
+		if (cur > end) {
+			/* Shrinking below the objects held: take the excess out first. */
+			void *buf[VC_BATCH_MAX];
+			uint32_t want = cur - end, got = 0;
+			if (want > VC_BATCH_MAX)
+				want = VC_BATCH_MAX;
+			int r = vc_rseq_pop_batch(ix, rs, idx, hdr, region, buf, want, &got);
+			if (r < 0)
+				return false;
+			if (r == 0)
+				vc_central_insert(c, buf, got);
+			continue;
+		}
+		uint64_t nh = header_pack(cur, b, end);
+		int r = vc_rseq_cmpeq_store(ix, rs, idx, hw, h, nh);
+		if (r == 0) {
+			set_capacity(&vc_g.vcpus[idx], c, cap);
+			return true;
+		}
+		if (r < 0)
+			return false;
+	}
+	return false;
+}
+
+/* On a miss of class c: grow its capacity by a batch, within the per-vCPU byte
+ * budget; when the budget is spent, take a batch of capacity from the class that
+ * missed least. Lock of idx held. */
+static void adapt_capacity(struct vc_rseq_abi *rs, uint32_t idx, unsigned c)
+{
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	const struct vc_class_info *ci = &vc_classes[c];
+	unsigned cap = v->capacity[c];
+	if (cap >= ci->max_slots)
+		return;
+	unsigned grow = ci->batch;
+	if (cap + grow > ci->max_slots)
+		grow = ci->max_slots - cap;
+	uint64_t need = (uint64_t)grow * ci->size;
+	uint64_t budget = vc_g.opt.vcpu_cache_bytes;
+	if (v->capacity_bytes + need > budget) {
+		unsigned victim = 0;
+		uint32_t least = UINT32_MAX;
+		for (unsigned d = 1; d < VC_NUM_CLASSES; d++) {
+			if (d == c || v->capacity[d] == 0)
+				continue;
+			if (v->misses[d] < least) {
+				least = v->misses[d];
+				victim = d;
+			}
+		}
+		if (!victim || least >= v->misses[c])
+			return;
+		unsigned vcap = v->capacity[victim];
+		unsigned take = vc_classes[victim].batch;
+		if (take > vcap)
+			take = vcap;
+		if (!resize(rs, idx, victim, vcap - take))
+			return;
+		if (v->capacity_bytes + need > budget)
+			return;
+	}
+	resize(rs, idx, c, cap + grow);
+}
+
+static void count_slow_event(struct vc_vcpu *v, unsigned c)
+{
+	__atomic_fetch_add(&v->slow_events, 1, __ATOMIC_RELAXED);
+	uint32_t m = __atomic_add_fetch(&v->misses[c], 1, __ATOMIC_RELAXED);
+	if (m >= 4096) {
+		/* Halve every class's history so capacity follows recent misses. */
+		for (unsigned d = 1; d < VC_NUM_CLASSES; d++)
+			v->misses[d] >>= 1;
+	}
+	if ((__atomic_add_fetch(&slow_counter, 1, __ATOMIC_RELAXED) & 127) == 0)
+		note_peak();
+}
+
+/* Objects to hand back to central after a cache refused them. */
+static void stash(unsigned c, void **objs, unsigned n)
+{
+	if (vc_g.mode != VCMALLOC_INDEX_FALLBACK) {
+		struct vc_rseq_abi *rs = vc_fast_area();
+		const int ix = vc_g.rseq_index;
+		while (n > 0) {
+			uint32_t idx = vc_rseq_read_index(rs, ix);
+			if (idx >= vc_g.nvcpus)
+				break;
+			char *region = vc_vcpu_region(idx);
+			uint32_t done = 0;
+			int r = vc_rseq_push_batch(ix, rs, idx, vc_vcpu_header(region, c), region,
+						   objs, n, &done);
+			if (r > 0)
+				break;
+			if (r == 0) {
+				objs += done;
+				n -= done;
+			}
+		}
+	}
+	if (n > 0)
+		vc_central_insert(c, objs, n);
+}
+
+/* ---- fallback mode: the same regions as locked shards ---- */
+
+static uint32_t fallback_shard(void)
+{
+	int cpu = vc_rseq_current_cpu();
+	return (uint32_t)(cpu < 0 ? 0 : cpu) % vc_g.nvcpus;
+}
+
+static void *fallback_alloc(unsigned c)
+{
+	uint32_t idx = fallback_shard();
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	uint64_t *hw = header_word(idx, c);
+	void **slots = (void **)vc_vcpu_region(idx);
+	vc_lock(&v->lock);
+	populate_locked(idx);
+	uint64_t h = *hw;
+	void *p;
+	if (h_current(h) > h_begin(h)) {
+		p = slots[h_current(h) - 1];
+		*hw = h - 1;
+	} else {
+		count_slow_event(v, c);
+		const struct vc_class_info *ci = &vc_classes[c];
+		unsigned cap = v->capacity[c];
+		if (cap < ci->max_slots &&
+		    v->capacity_bytes + (uint64_t)ci->batch * ci->size <= vc_g.opt.vcpu_cache_bytes) {
+			cap = cap + ci->batch > ci->max_slots ? ci->max_slots : cap + ci->batch;
+			set_capacity(v, c, cap);
+			h = header_pack(h_current(h), h_begin(h), (uint16_t)(h_begin(h) + cap));
+		}
+		void *buf[VC_BATCH_MAX];
+		unsigned n = vc_central_remove(current_node(), c, buf, ci->batch);
+		if (n == 0) {
+			*hw = h;
+			vc_unlock(&v->lock);
+			return NULL;
+		}
+		p = buf[0];
+		unsigned i = 1;
+		uint16_t cur = h_current(h);
+		while (i < n && cur < h_end(h))
+			slots[cur++] = buf[i++];
+		*hw = header_pack(cur, h_begin(h), h_end(h));
+		if (i < n)
+			vc_central_insert(c, buf + i, n - i);
+	}
+	vc_unlock(&v->lock);
+	__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
+	return p;
+}
+
+static void fallback_free(unsigned c, void *p)
+{
+	uint32_t idx = fallback_shard();
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	uint64_t *hw = header_word(idx, c);
+	void **slots = (void **)vc_vcpu_region(idx);
+	vc_lock(&v->lock);
+	populate_locked(idx);
+	uint64_t h = *hw;
+	if (h_current(h) >= h_end(h)) {
+		count_slow_event(v, c);
+		const struct vc_class_info *ci = &vc_classes[c];
+		unsigned cap = v->capacity[c];
+		if (cap < ci->max_slots &&
+		    v->capacity_bytes + (uint64_t)ci->batch * ci->size <= vc_g.opt.vcpu_cache_bytes) {
+			cap = cap + ci->batch > ci->max_slots ? ci->max_slots : cap + ci->batch;
+			set_capacity(v, c, cap);
+			h = header_pack(h_current(h), h_begin(h), (uint16_t)(h_begin(h) + cap));
+		} else {
+			/* Full: hand the top batch to central. */
+			unsigned n = ci->batch;
+			uint16_t cur = h_current(h);
+			if (n > (unsigned)(cur - h_begin(h)))
+				n = cur - h_begin(h);
+			cur = (uint16_t)(cur - n);
+			if (n)
+				vc_central_insert(c, &slots[cur], n);
+			h = header_pack(cur, h_begin(h), h_end(h));
+		}
+	}
+	if (h_current(h) < h_end(h)) {
+		slots[h_current(h)] = p;
+		h++;
+		p = NULL;
+	}
+	*hw = h;
+	vc_unlock(&v->lock);
+	if (p)
+		vc_central_insert(c, &p, 1);
+	__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- rseq modes ---- */
+
+void *vc_cache_alloc_slow(unsigned c)
+{
+	vc_ensure_init();
+	vc_thread_note();
+	if (vc_g.mode == VCMALLOC_INDEX_FALLBACK)
+		return fallback_alloc(c);
+	struct vc_rseq_abi *rs = vc_rseq_area();
+	uint32_t idx = rs ? vc_rseq_read_index(rs, vc_g.rseq_index) : UINT32_MAX;
+	void *buf[VC_BATCH_MAX];
+	if (idx >= vc_g.nvcpus) {
+		/* No usable index in this thread: go to central directly. */
+		__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
+		return vc_central_remove(current_node(), c, buf, 1) ? buf[0] : NULL;
+	}
+	/* The index may already be populated by a thread that ran as it before. */
+	void *p = vc_cache_pop(c);
+	if (p)
+		return p;
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
+		populate(idx);
+	count_slow_event(v, c);
+	if (vc_lock_try(&v->lock)) {
+		adapt_capacity(rs, idx, c);
+		vc_unlock(&v->lock);
+	}
+	unsigned n = vc_central_remove(current_node(), c, buf, vc_classes[c].batch);
+	if (n == 0)
+		return NULL;
+	if (n > 1)
+		stash(c, buf + 1, n - 1);
+	vc_cache_maybe_reclaim();
+	return buf[0];
+}
+
+void vc_cache_free_slow(unsigned c, void *p)
+{
+	vc_ensure_init();
+	if (vc_g.mode == VCMALLOC_INDEX_FALLBACK) {
+		fallback_free(c, p);
+		return;
+	}
+	struct vc_rseq_abi *rs = vc_rseq_area();
+	uint32_t idx = rs ? vc_rseq_read_index(rs, vc_g.rseq_index) : UINT32_MAX;
+	if (idx >= vc_g.nvcpus) {
+		__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
+		vc_central_insert(c, &p, 1);
+		return;
+	}
+	if (vc_cache_push(c, p))
+		return;
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
+		populate(idx);
+	count_slow_event(v, c);
+	if (vc_lock_try(&v->lock)) {
+		adapt_capacity(rs, idx, c);
+		vc_unlock(&v->lock);
+	}
+	if (vc_cache_push(c, p))
+		return;
+	/* Still full: move the top batch to central, then push. */
+	const int ix = vc_g.rseq_index;
+	for (int tries = 0; tries < 3; tries++) {
+		idx = vc_rseq_read_index(rs, ix);
+		if (idx >= vc_g.nvcpus)
+			break;
+		char *region = vc_vcpu_region(idx);
+		void *buf[VC_BATCH_MAX];
+		uint32_t got = 0;
+		int r = vc_rseq_pop_batch(ix, rs, idx, vc_vcpu_header(region, c), region, buf,
+					  vc_classes[c].batch, &got);
+		if (r == 0)
+			vc_central_insert(c, buf, got);
+		if (vc_cache_push(c, p)) {
+			vc_cache_maybe_reclaim();
+			return;
+		}
+	}
+	vc_central_insert(c, &p, 1);
+	vc_cache_maybe_reclaim();
+}
+
+/* ---- drain and reclaim ---- */
+
+/* Stop vCPU idx, move its objects to central and give its pages back. */
+static bool drain(uint32_t idx)
+{
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	bool fallback = vc_g.mode == VCMALLOC_INDEX_FALLBACK;
+	if (!fallback && !vc_rseq_info_.fence)
+		return false; /* cannot stop critical sections of another CPU safely */
+	vc_lock(&v->lock);
+	if (!v->populated) {
+		vc_unlock(&v->lock);
+		return false;
+	}
+	uint64_t saved[VC_NUM_CLASSES];
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+		uint64_t *hw = header_word(idx, c);
+		uint64_t h = __atomic_load_n(hw, __ATOMIC_ACQUIRE);
+		while (!__atomic_compare_exchange_n(hw, &h, 0, 0, __ATOMIC_ACQ_REL,
+						    __ATOMIC_ACQUIRE))
+			;
+		saved[c] = h;
+	}
+	if (!fallback) {
+		/* Critical sections that read a header before it became zero may still
+		 * commit; the fence ends them. A commit that landed anyway shows as a
+		 * non-zero header: take its value and stop the header again. */
+		bool again = true;
+		while (again) {
+			vc_rseq_fence();
+			again = false;
+			for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+				uint64_t *hw = header_word(idx, c);
+				uint64_t h = __atomic_load_n(hw, __ATOMIC_ACQUIRE);
+				if (h == 0)
+					continue;
+				while (!__atomic_compare_exchange_n(hw, &h, 0, 0, __ATOMIC_ACQ_REL,
+								    __ATOMIC_ACQUIRE))
+					;
+				if ((h >> 16) == 0) /* a 16-bit commit of current */
+					saved[c] = (saved[c] & ~(uint64_t)0xffff) | h;
+				else
+					saved[c] = h;
+				again = true;
+			}
+		}
+	}
+	void **slots = (void **)vc_vcpu_region(idx);
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+		uint64_t h = saved[c];
+		if (h_current(h) > h_begin(h))
+			vc_central_insert(c, &slots[h_begin(h)], h_current(h) - h_begin(h));
+		v->capacity[c] = 0;
+		v->high_water[c] = 0;
+		v->misses[c] = 0;
+	}
+	v->capacity_bytes = 0;
+	vc_os_release(vc_vcpu_region(idx), VC_VCPU_REGION);
+	__atomic_store_n(&v->populated, 0, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&vc_cache_reclaims, 1, __ATOMIC_RELAXED);
+	vc_unlock(&v->lock);
+	return true;
+}
+
+static uint64_t header_sum(uint32_t idx)
+{
+	uint64_t s = 0;
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
+		s = s * 31 + __atomic_load_n(header_word(idx, c), __ATOMIC_RELAXED);
+	return s;
+}
+
+int vc_cache_reclaim(bool force)
+{
+	vc_ensure_init();
+	vc_lock(&reclaim_lock);
+	last_reclaim_ms = vc_os_now_ms();
+	int drained = 0;
+	for (uint32_t idx = 0; idx < vc_g.nvcpus; idx++) {
+		struct vc_vcpu *v = &vc_g.vcpus[idx];
+		if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
+			continue;
+		uint64_t sum = header_sum(idx);
+		uint32_t events = __atomic_load_n(&v->slow_events, __ATOMIC_RELAXED);
+		if (sum == v->current_sum && events == v->seen_events)
+			v->idle_scans++;
+		else
+			v->idle_scans = 0;
+		v->current_sum = sum;
+		v->seen_events = events;
+		if (force || v->idle_scans >= 2)
+			drained += drain(idx);
+	}
+	vc_unlock(&reclaim_lock);
+	return drained;
+}
+
+void vc_cache_maybe_reclaim(void)
+{
+	uint64_t now = vc_os_now_ms();
+	uint64_t interval = vc_g.opt.reclaim_ms / 2;
+	if (vc_g.opt.reclaim_ms == 0 ||
+	    now - __atomic_load_n(&last_reclaim_ms, __ATOMIC_RELAXED) < interval)
+		return;
+	if (!vc_lock_try(&reclaim_lock))
+		return;
+	vc_unlock(&reclaim_lock);
+	vc_cache_reclaim(false);
+}
+
+void vc_cache_lock_all(void)
+{
+	vc_lock(&reclaim_lock);
+	for (uint32_t idx = 0; idx < vc_g.nvcpus; idx++)
+		vc_lock(&vc_g.vcpus[idx].lock);
+}
+
+void vc_cache_unlock_all(bool child)
+{
+	for (uint32_t idx = 0; idx < vc_g.nvcpus; idx++) {
+		if (child)
+			vc_lock_init(&vc_g.vcpus[idx].lock);
+		else
+			vc_unlock(&vc_g.vcpus[idx].lock);
+	}
+	if (child)
+		vc_lock_init(&reclaim_lock);
+	else
+		vc_unlock(&reclaim_lock);
+}

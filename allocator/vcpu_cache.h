@@ -1,0 +1,87 @@
+/* allocator/vcpu_cache.h - fast paths of the per-vCPU caches (inlined into alloc.c).
+ *
+ * The vCPU index is the rseq field chosen at start-up (mm_cid or cpu_id). A pop or
+ * push is one rseq critical section on the region of that index: no lock, no atomic
+ * read-modify-write. Both return "miss" (NULL / false) when the index is unusable
+ * (thread without rseq, fallback mode, id out of range), when the cache of the index
+ * is not populated or stopped (zero header), or when the stack is empty / full; the
+ * slow paths in vcpu_cache.c handle every such case.
+ */
+#ifndef VC_VCPU_CACHE_H
+#define VC_VCPU_CACHE_H
+
+#include "internal.h"
+#include "rseq.h"
+
+static inline char *vc_vcpu_region(uint32_t idx)
+{
+	return vc_g.vcpu_regions + ((size_t)idx << VC_VCPU_SHIFT);
+}
+
+static inline struct vc_rseq_stack *vc_vcpu_header(char *region, unsigned c)
+{
+	return (struct vc_rseq_stack *)region + c;
+}
+
+static inline struct vc_rseq_abi *vc_fast_area(void)
+{
+	return (struct vc_rseq_abi *)(vc_rseq_thread_pointer() + vc_rseq_info_.area_offset);
+}
+
+#define VC_DEFINE_FAST(name, ix)                                                        \
+	static inline void *vc_cache_pop_##name(unsigned c)                            \
+	{                                                                               \
+		struct vc_rseq_abi *rs = vc_fast_area();                                \
+		for (;;) {                                                              \
+			uint32_t idx = vc_rseq_read_index(rs, ix);                      \
+			if (VC_UNLIKELY(idx >= vc_g.nvcpus))                            \
+				return NULL;                                            \
+			char *region = vc_vcpu_region(idx);                             \
+			void *p;                                                        \
+			int r = vc_rseq_pop_##name(rs, idx, vc_vcpu_header(region, c),  \
+						   region, &p);                         \
+			if (VC_LIKELY(r == 0))                                          \
+				return p;                                               \
+			if (r > 0)                                                      \
+				return NULL;                                            \
+		}                                                                       \
+	}                                                                               \
+	static inline bool vc_cache_push_##name(unsigned c, void *p)                   \
+	{                                                                               \
+		struct vc_rseq_abi *rs = vc_fast_area();                                \
+		for (;;) {                                                              \
+			uint32_t idx = vc_rseq_read_index(rs, ix);                      \
+			if (VC_UNLIKELY(idx >= vc_g.nvcpus))                            \
+				return false;                                           \
+			char *region = vc_vcpu_region(idx);                             \
+			int r = vc_rseq_push_##name(rs, idx, vc_vcpu_header(region, c), \
+						    region, p);                         \
+			if (VC_LIKELY(r == 0))                                          \
+				return true;                                            \
+			if (r > 0)                                                      \
+				return false;                                           \
+		}                                                                       \
+	}
+
+VC_DEFINE_FAST(mm_cid, VC_RSEQ_INDEX_MM_CID)
+VC_DEFINE_FAST(cpu_id, VC_RSEQ_INDEX_CPU_ID)
+
+static inline void *vc_cache_pop(unsigned c)
+{
+	if (VC_LIKELY(vc_g.mode == VCMALLOC_INDEX_VCPU))
+		return vc_cache_pop_mm_cid(c);
+	if (vc_g.mode == VCMALLOC_INDEX_CPU)
+		return vc_cache_pop_cpu_id(c);
+	return NULL;
+}
+
+static inline bool vc_cache_push(unsigned c, void *p)
+{
+	if (VC_LIKELY(vc_g.mode == VCMALLOC_INDEX_VCPU))
+		return vc_cache_push_mm_cid(c, p);
+	if (vc_g.mode == VCMALLOC_INDEX_CPU)
+		return vc_cache_push_cpu_id(c, p);
+	return false;
+}
+
+#endif

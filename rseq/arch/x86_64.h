@@ -1,0 +1,257 @@
+/* rseq/arch/x86_64.h - restartable critical sections for x86-64.
+ *
+ * Include <rseq/rseq.h>, never this file. Every helper exists in two variants,
+ * generated from one asm body: _cpu_id (index = rseq cpu_id, offset 4) and _mm_cid
+ * (index = rseq mm_cid, offset 24). Each one:
+ *   1. publishes its descriptor in rseq_cs (the only field we write),
+ *   2. compares the index field with the index the caller computed its addresses
+ *      from; a mismatch aborts (-1),
+ *   3. does its loads and speculative stores to memory no one else may read,
+ *   4. ends with a single commit store.
+ * The abort handler is in section __rseq_failure, preceded by the signature.
+ */
+#ifndef VC_RSEQ_ARCH_INSIDE
+#error "include rseq/rseq.h, not rseq/arch/x86_64.h"
+#endif
+
+#define VC_RSEQ_STR_(x) #x
+#define VC_RSEQ_STR(x) VC_RSEQ_STR_(x)
+
+#if defined(VC_RSEQ_INJECT) && VC_RSEQ_INJECT
+/* Delay loop (and optionally a sched_yield system call) at an injection point. */
+#define VC_RSEQ_INJECT_ASM(n)                                                          \
+	"movl vc_rseq_inject_delay(%%rip), %%eax\n\t"                                   \
+	"testl %%eax, %%eax\n\t"                                                        \
+	"jz 7" #n "1f\n\t"                                                              \
+	"7" #n "0:\n\t"                                                                 \
+	"decl %%eax\n\t"                                                                \
+	"jnz 7" #n "0b\n\t"                                                             \
+	"7" #n "1:\n\t"                                                                 \
+	"movl vc_rseq_inject_yield(%%rip), %%eax\n\t"                                   \
+	"testl %%eax, %%eax\n\t"                                                        \
+	"jz 7" #n "2f\n\t"                                                              \
+	"movl $24, %%eax\n\t" /* SYS_sched_yield */                                     \
+	"syscall\n\t"                                                                   \
+	"7" #n "2:\n\t"
+#define VC_RSEQ_INJECT_ABORT "lock; incq vc_rseq_inject_aborts(%%rip)\n\t"
+#define VC_RSEQ_INJECT_CLOBBERS "rcx", "r11",
+#else
+#define VC_RSEQ_INJECT_ASM(n)
+#define VC_RSEQ_INJECT_ABORT
+#define VC_RSEQ_INJECT_CLOBBERS
+#endif
+
+/* Descriptor (label 3), start (1), post-commit (2), abort handler (4). */
+#define VC_RSEQ_ASM_PROLOGUE(field_off)                                                 \
+	".pushsection __rseq_cs, \"aw\"\n\t"                                            \
+	".balign 32\n\t"                                                                \
+	"3:\n\t"                                                                        \
+	".long 0x0, 0x0\n\t"                                                            \
+	".quad 1f, (2f - 1f), 4f\n\t"                                                   \
+	".popsection\n\t"                                                               \
+	"leaq 3b(%%rip), %%rax\n\t"                                                     \
+	"movq %%rax, " VC_RSEQ_STR(VC_RSEQ_OFF_RSEQ_CS) "(%[rs])\n\t"                    \
+	"1:\n\t"                                                                        \
+	"cmpl %[idx], " VC_RSEQ_STR(field_off) "(%[rs])\n\t"                             \
+	"jnz 4f\n\t" VC_RSEQ_INJECT_ASM(1)
+
+#define VC_RSEQ_ASM_EPILOGUE                                                            \
+	"2:\n\t"                                                                        \
+	".pushsection __rseq_failure, \"ax\"\n\t"                                       \
+	".byte 0x0f, 0xb9, 0x3d\n\t"                                                    \
+	".long " VC_RSEQ_STR(VC_RSEQ_SIG_ASM) "\n\t"                                    \
+	"4:\n\t" VC_RSEQ_INJECT_ABORT "jmp %l[aborted]\n\t"                              \
+	".popsection\n\t"
+
+#define VC_RSEQ_SIG_ASM 0x53053053
+
+#define VC_RSEQ_DEFINE_OPS(name, field_off)                                             \
+	/* *v += count, on the index's counter. */                                      \
+	static inline __attribute__((always_inline)) int vc_rseq_addv_##name(          \
+	    struct vc_rseq_abi *rs, uint32_t idx, intptr_t *v, intptr_t count)          \
+	{                                                                               \
+		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
+			     "movq (%[v]), %%rdx\n\t" VC_RSEQ_INJECT_ASM(2)             \
+			     "addq %[count], %%rdx\n\t"                                 \
+			     "movq %%rdx, (%[v])\n\t" /* commit */                      \
+			     VC_RSEQ_ASM_EPILOGUE                                       \
+			     :                                                          \
+			     : [rs] "r"(rs), [idx] "r"(idx), [v] "r"(v),                \
+			       [count] "r"(count)                                       \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "rdx", "memory", "cc"     \
+			     : aborted);                                                \
+		return 0;                                                       \
+	aborted:                                                                        \
+		return -1;                                                      \
+	}                                                                               \
+                                                                                        \
+	/* Pop the top object of the stack at hdr (slots counted from region). */      \
+	static inline __attribute__((always_inline)) int vc_rseq_pop_##name(           \
+	    struct vc_rseq_abi *rs, uint32_t idx, struct vc_rseq_stack *hdr,            \
+	    void *region, void **out)                                                   \
+	{                                                                               \
+		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
+			     "movzwl (%[hdr]), %%eax\n\t"                               \
+			     "cmpw 4(%[hdr]), %%ax\n\t"                                 \
+			     "jbe %l[cmpfail]\n\t"                                      \
+			     "movq -8(%[region], %%rax, 8), %%rdx\n\t"                  \
+			     "movq %%rdx, (%[out])\n\t" VC_RSEQ_INJECT_ASM(2)           \
+			     "decl %%eax\n\t"                                           \
+			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
+			     VC_RSEQ_ASM_EPILOGUE                                       \
+			     :                                                          \
+			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
+			       [region] "r"(region), [out] "r"(out)                     \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "rdx", "memory", "cc"     \
+			     : aborted, cmpfail);                                       \
+		return 0;                                                       \
+	aborted:                                                                        \
+		return -1;                                                      \
+	cmpfail:                                                                        \
+		return 1;                                                       \
+	}                                                                               \
+                                                                                        \
+	/* Push p on the stack at hdr. */                                               \
+	static inline __attribute__((always_inline)) int vc_rseq_push_##name(          \
+	    struct vc_rseq_abi *rs, uint32_t idx, struct vc_rseq_stack *hdr,            \
+	    void *region, void *p)                                                      \
+	{                                                                               \
+		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
+			     "movzwl (%[hdr]), %%eax\n\t"                               \
+			     "cmpw 6(%[hdr]), %%ax\n\t"                                 \
+			     "jae %l[cmpfail]\n\t"                                      \
+			     "movq %[p], (%[region], %%rax, 8)\n\t" VC_RSEQ_INJECT_ASM(2) \
+			     "incl %%eax\n\t"                                           \
+			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
+			     VC_RSEQ_ASM_EPILOGUE                                       \
+			     :                                                          \
+			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
+			       [region] "r"(region), [p] "r"(p)                         \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "memory", "cc"            \
+			     : aborted, cmpfail);                                       \
+		return 0;                                                       \
+	aborted:                                                                        \
+		return -1;                                                      \
+	cmpfail:                                                                        \
+		return 1;                                                       \
+	}                                                                               \
+                                                                                        \
+	/* Pop up to n objects into out[]; *popped gets how many (>= 1 on success). */ \
+	static inline __attribute__((always_inline)) int vc_rseq_pop_batch_##name(     \
+	    struct vc_rseq_abi *rs, uint32_t idx, struct vc_rseq_stack *hdr,            \
+	    void *region, void **out, uint32_t n, uint32_t *popped)                     \
+	{                                                                               \
+		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
+			     "movzwl (%[hdr]), %%eax\n\t"                               \
+			     "movzwl 4(%[hdr]), %%edx\n\t"                              \
+			     "movl %%eax, %%r8d\n\t"                                    \
+			     "subl %%edx, %%r8d\n\t" /* available */                    \
+			     "jbe %l[cmpfail]\n\t"                                      \
+			     "cmpl %[n], %%r8d\n\t"                                     \
+			     "cmova %[n], %%r8d\n\t" /* k = min(n, available) */        \
+			     "testl %%r8d, %%r8d\n\t"                                   \
+			     "jz %l[cmpfail]\n\t"                                       \
+			     "xorl %%edx, %%edx\n\t"                                    \
+			     "5:\n\t"                                                   \
+			     "movq -8(%[region], %%rax, 8), %%r9\n\t"                   \
+			     "movq %%r9, (%[out], %%rdx, 8)\n\t"                        \
+			     "decl %%eax\n\t"                                           \
+			     "incl %%edx\n\t"                                           \
+			     "cmpl %%r8d, %%edx\n\t"                                    \
+			     "jb 5b\n\t"                                                \
+			     "movl %%r8d, (%[popped])\n\t" VC_RSEQ_INJECT_ASM(2)        \
+			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
+			     VC_RSEQ_ASM_EPILOGUE                                       \
+			     :                                                          \
+			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
+			       [region] "r"(region), [out] "r"(out), [n] "r"(n),        \
+			       [popped] "r"(popped)                                     \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "rdx", "r8", "r9",        \
+			       "memory", "cc"                                           \
+			     : aborted, cmpfail);                                       \
+		return 0;                                                       \
+	aborted:                                                                        \
+		return -1;                                                      \
+	cmpfail:                                                                        \
+		return 1;                                                       \
+	}                                                                               \
+                                                                                        \
+	/* Push up to n objects from in[]; *pushed gets how many (>= 1 on success). */ \
+	static inline __attribute__((always_inline)) int vc_rseq_push_batch_##name(    \
+	    struct vc_rseq_abi *rs, uint32_t idx, struct vc_rseq_stack *hdr,            \
+	    void *region, void *const *in, uint32_t n, uint32_t *pushed)                \
+	{                                                                               \
+		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
+			     "movzwl (%[hdr]), %%eax\n\t"                               \
+			     "movzwl 6(%[hdr]), %%r8d\n\t"                              \
+			     "subl %%eax, %%r8d\n\t" /* room */                         \
+			     "jbe %l[cmpfail]\n\t"                                      \
+			     "cmpl %[n], %%r8d\n\t"                                     \
+			     "cmova %[n], %%r8d\n\t"                                    \
+			     "testl %%r8d, %%r8d\n\t"                                   \
+			     "jz %l[cmpfail]\n\t"                                       \
+			     "xorl %%edx, %%edx\n\t"                                    \
+			     "5:\n\t"                                                   \
+			     "movq (%[in], %%rdx, 8), %%r9\n\t"                         \
+			     "movq %%r9, (%[region], %%rax, 8)\n\t"                     \
+			     "incl %%eax\n\t"                                           \
+			     "incl %%edx\n\t"                                           \
+			     "cmpl %%r8d, %%edx\n\t"                                    \
+			     "jb 5b\n\t"                                                \
+			     "movl %%r8d, (%[pushed])\n\t" VC_RSEQ_INJECT_ASM(2)        \
+			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
+			     VC_RSEQ_ASM_EPILOGUE                                       \
+			     :                                                          \
+			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
+			       [region] "r"(region), [in] "r"(in), [n] "r"(n),          \
+			       [pushed] "r"(pushed)                                     \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "rdx", "r8", "r9",        \
+			       "memory", "cc"                                           \
+			     : aborted, cmpfail);                                       \
+		return 0;                                                       \
+	aborted:                                                                        \
+		return -1;                                                      \
+	cmpfail:                                                                        \
+		return 1;                                                       \
+	}
+
+VC_RSEQ_DEFINE_OPS(cpu_id, 4)
+VC_RSEQ_DEFINE_OPS(mm_cid, 24)
+
+/* Index-generic forms: ix is a constant at every call site we have, so the switch
+ * folds away. */
+#define VC_RSEQ_DISPATCH(op, ix, ...)                                                   \
+	((ix) == VC_RSEQ_INDEX_MM_CID ? vc_rseq_##op##_mm_cid(__VA_ARGS__)             \
+				      : vc_rseq_##op##_cpu_id(__VA_ARGS__))
+#define vc_rseq_addv(ix, ...) VC_RSEQ_DISPATCH(addv, ix, __VA_ARGS__)
+#define vc_rseq_pop(ix, ...) VC_RSEQ_DISPATCH(pop, ix, __VA_ARGS__)
+#define vc_rseq_push(ix, ...) VC_RSEQ_DISPATCH(push, ix, __VA_ARGS__)
+#define vc_rseq_pop_batch(ix, ...) VC_RSEQ_DISPATCH(pop_batch, ix, __VA_ARGS__)
+#define vc_rseq_push_batch(ix, ...) VC_RSEQ_DISPATCH(push_batch, ix, __VA_ARGS__)
+
+/* *word = newv if *word == expect (the 64-bit commit store); used to change a
+ * stack header (capacity) from the index that owns it. */
+#define VC_RSEQ_DEFINE_CMPEQ_STORE(name, field_off)                                     \
+	static inline __attribute__((always_inline)) int vc_rseq_cmpeq_store_##name(   \
+	    struct vc_rseq_abi *rs, uint32_t idx, uint64_t *word, uint64_t expect,      \
+	    uint64_t newv)                                                              \
+	{                                                                               \
+		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
+			     "cmpq %[expect], (%[word])\n\t"                            \
+			     "jnz %l[cmpfail]\n\t" VC_RSEQ_INJECT_ASM(2)                \
+			     "movq %[newv], (%[word])\n\t" /* commit */                 \
+			     VC_RSEQ_ASM_EPILOGUE                                       \
+			     :                                                          \
+			     : [rs] "r"(rs), [idx] "r"(idx), [word] "r"(word),          \
+			       [expect] "r"(expect), [newv] "r"(newv)                   \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "memory", "cc"            \
+			     : aborted, cmpfail);                                       \
+		return 0;                                                       \
+	aborted:                                                                        \
+		return -1;                                                      \
+	cmpfail:                                                                        \
+		return 1;                                                       \
+	}
+VC_RSEQ_DEFINE_CMPEQ_STORE(cpu_id, 4)
+VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
+#define vc_rseq_cmpeq_store(ix, ...) VC_RSEQ_DISPATCH(cmpeq_store, ix, __VA_ARGS__)

@@ -1,0 +1,152 @@
+/* rseq/rseq.h - the one public header of vcmalloc's rseq layer.
+ *
+ * What this layer gives:
+ *   - discovery (vc_rseq_init): who registered this process's rseq areas (glibc or
+ *     us), how many bytes of the area the kernel fills, which of cpu_id / node_id /
+ *     mm_cid are usable, the possible CPU count, whether the membarrier fence works;
+ *   - this thread's area (vc_rseq_area), registering our own lazily when glibc did not;
+ *   - fast reads of the current ids with fallbacks (vc_rseq_current_*);
+ *   - restartable critical sections over per-index data, indexed by either mm_cid or
+ *     cpu_id (arch/x86_64.h): a counter add, and push / pop / batch push / batch pop
+ *     on a bounded per-index array of pointers (struct vc_rseq_stack);
+ *   - a fence for cross-index work (vc_rseq_fence).
+ *
+ * What it never does: call malloc, dlsym or anything that may allocate; write a
+ * kernel-owned field of the rseq area; know anything about memory allocation.
+ *
+ * Return convention of every critical section helper (as in librseq):
+ *    0  done (the commit store happened),
+ *    1  the compare failed (stack empty for a pop, full for a push); nothing written,
+ *   -1  aborted: preempted, migrated, signalled, or the index changed. Re-read the
+ *       index and retry.
+ */
+#ifndef VC_RSEQ_H
+#define VC_RSEQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VC_RSEQ_HIDDEN __attribute__((visibility("hidden")))
+
+/* Who owns the registration of the rseq areas of this process. */
+enum vc_rseq_owner {
+	VC_RSEQ_OWNER_NONE = 0, /* rseq unusable: no kernel support or the syscall is denied */
+	VC_RSEQ_OWNER_GLIBC,    /* glibc registered every thread; we use its area */
+	VC_RSEQ_OWNER_SELF,     /* we register a TLS area of our own, lazily per thread */
+};
+
+/* Which field indexes per-index data. The value is the field's offset. */
+enum vc_rseq_index {
+	VC_RSEQ_INDEX_CPU_ID = VC_RSEQ_OFF_CPU_ID,
+	VC_RSEQ_INDEX_MM_CID = VC_RSEQ_OFF_MM_CID,
+};
+
+struct vc_rseq_info {
+	bool initialised;
+	enum vc_rseq_owner owner;
+	unsigned kernel_feature_size; /* getauxval(AT_RSEQ_FEATURE_SIZE); 0: pre-6.3 kernel */
+	unsigned kernel_align;        /* getauxval(AT_RSEQ_ALIGN) */
+	unsigned glibc_size;          /* __rseq_size, 0 when glibc did not register */
+	unsigned usable_size;         /* bytes of the area the kernel keeps up to date */
+	bool has_cpu_id;              /* rseq registered: cpu_id and critical sections */
+	bool has_node_id;             /* usable_size >= 24 */
+	bool has_mm_cid;              /* usable_size >= 28 */
+	bool fence;                   /* membarrier private-expedited-rseq registered */
+	unsigned possible_cpus;       /* from /sys/devices/system/cpu/possible */
+	ptrdiff_t area_offset;        /* thread-pointer offset of this process's areas */
+};
+
+/* Filled once by vc_rseq_init(); read-only afterwards. */
+extern struct vc_rseq_info vc_rseq_info_ VC_RSEQ_HIDDEN;
+
+/* Discovery, done once (later calls return the same answers). Async-signal-safe
+ * after the first call; does not allocate. Safe to call before main. */
+const struct vc_rseq_info *vc_rseq_init(void) VC_RSEQ_HIDDEN;
+
+/* Possible CPU count of the machine: highest id in /sys/devices/system/cpu/possible
+ * plus one (never the affinity count). */
+unsigned vc_rseq_possible_cpus(void) VC_RSEQ_HIDDEN;
+
+/* Slow part of vc_rseq_area(): registers our own area for this thread. */
+struct vc_rseq_abi *vc_rseq_area_slow(void) VC_RSEQ_HIDDEN;
+
+static inline char *vc_rseq_thread_pointer(void)
+{
+	char *tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return tp;
+}
+
+/* This thread's registered rseq area, or NULL when rseq is unusable here. */
+static inline struct vc_rseq_abi *vc_rseq_area(void)
+{
+	struct vc_rseq_abi *a =
+	    (struct vc_rseq_abi *)(vc_rseq_thread_pointer() + vc_rseq_info_.area_offset);
+	if (__builtin_expect(vc_rseq_info_.owner == VC_RSEQ_OWNER_GLIBC, 1))
+		return a;
+	return vc_rseq_area_slow();
+}
+
+/* Raw read of an index field of an area; values >= possible CPUs mean "not usable". */
+static inline uint32_t vc_rseq_read_index(const struct vc_rseq_abi *a, enum vc_rseq_index ix)
+{
+	return *(const volatile uint32_t *)((const char *)a + ix);
+}
+
+/* Current ids, with fallbacks where the field is missing:
+ *   cpu:    rseq cpu_id, else sched_getcpu();
+ *   node:   rseq node_id (feature size >= 24), else getcpu();
+ *   mm_cid: rseq mm_cid (feature size >= 28), else the cpu id (unique among running
+ *           threads too, but bounded only by the possible CPU count). */
+int vc_rseq_current_cpu(void) VC_RSEQ_HIDDEN;
+int vc_rseq_current_node(void) VC_RSEQ_HIDDEN;
+int vc_rseq_current_mm_cid(void) VC_RSEQ_HIDDEN;
+
+/* Fence for cross-index work: after it returns, every critical section that was in
+ * flight on any CPU of this process when it was called has been aborted or has
+ * completed. Returns 0, or -1 when the kernel lacks membarrier rseq (info.fence is
+ * false): callers must then not modify another index's data. */
+int vc_rseq_fence(void) VC_RSEQ_HIDDEN;
+/* In a fork child: renew the fence registration for the new memory space. */
+void vc_rseq_fence_after_fork(void) VC_RSEQ_HIDDEN;
+
+/* A bounded per-index array of pointers. The header is one 64-bit word so that a
+ * drainer can replace it with one compare-and-swap. Positions are in 8-byte slots
+ * from the start of the index's region: the live objects are slots [begin, current).
+ * Only `current` is written by critical sections (a 16-bit commit store); begin and
+ * end change only while the index is stopped (header zero, after a fence).
+ * A zero header is "stopped / not populated": pops see it empty, pushes full. */
+struct vc_rseq_stack {
+	uint16_t current;
+	uint16_t reserved;
+	uint16_t begin;
+	uint16_t end;
+} __attribute__((aligned(8)));
+
+#if defined(VC_RSEQ_INJECT) && VC_RSEQ_INJECT
+/* Test builds: delay loops and yields inside critical sections, abort counting. */
+extern volatile int vc_rseq_inject_delay VC_RSEQ_HIDDEN; /* spin iterations, 0: none */
+extern volatile int vc_rseq_inject_yield VC_RSEQ_HIDDEN; /* 1: sched_yield inside */
+extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#if defined(__x86_64__)
+#define VC_RSEQ_ARCH_INSIDE 1
+#include "arch/x86_64.h"
+#undef VC_RSEQ_ARCH_INSIDE
+#else
+#define VC_RSEQ_NO_CRITICAL_SECTIONS 1
+#endif
+
+#endif
