@@ -20,6 +20,7 @@
 #if defined(VC_RSEQ_INJECT) && VC_RSEQ_INJECT
 /* Delay loop (and optionally a sched_yield system call) at an injection point. */
 #define VC_RSEQ_INJECT_ASM(n)                                                          \
+	"movq %%rax, %%r10\n\t" /* the helper's rax survives the injection */          \
 	"movl vc_rseq_inject_delay(%%rip), %%eax\n\t"                                   \
 	"testl %%eax, %%eax\n\t"                                                        \
 	"jz 7" #n "1f\n\t"                                                              \
@@ -32,9 +33,10 @@
 	"jz 7" #n "2f\n\t"                                                              \
 	"movl $24, %%eax\n\t" /* SYS_sched_yield */                                     \
 	"syscall\n\t"                                                                   \
-	"7" #n "2:\n\t"
+	"7" #n "2:\n\t"                                                                 \
+	"movq %%r10, %%rax\n\t"
 #define VC_RSEQ_INJECT_ABORT "lock; incq vc_rseq_inject_aborts(%%rip)\n\t"
-#define VC_RSEQ_INJECT_CLOBBERS "rcx", "r11",
+#define VC_RSEQ_INJECT_CLOBBERS "rcx", "r10", "r11",
 #else
 #define VC_RSEQ_INJECT_ASM(n)
 #define VC_RSEQ_INJECT_ABORT
