@@ -127,10 +127,10 @@ static inline void free_small(struct vc_span *sp, void *p, const char *func)
 		vc_report("double free", func, p);
 	w[1] = tag;
 	unsigned c = sp->sizeclass;
-	if (VC_LIKELY(vc_cache_push(c, p)))
+	if (VC_LIKELY(vc_cache_push(c, p, sp->node)))
 		return;
 	int saved = errno;
-	vc_cache_free_slow(c, p);
+	vc_cache_free_slow(c, p, sp->node);
 	errno = saved;
 }
 

@@ -12,11 +12,12 @@
  */
 #include "internal.h"
 #include "rseq.h"
+#include "vcpu_cache.h"
 
 #include <errno.h>
 #include <pthread.h>
 
-struct vc_global vc_g;
+struct vc_global vc_g = {.fast = 4 /* VC_FAST_NONE */};
 int vc_initialised;
 static vc_lock_t init_lock = VC_LOCK_INIT;
 static pthread_key_t exit_key;
@@ -113,10 +114,16 @@ void vc_init_slow(void)
 	vc_g.mode = choose_mode(ri, vc_g.opt.index);
 	vc_g.rseq_index = vc_g.mode == VCMALLOC_INDEX_VCPU ? VC_RSEQ_INDEX_MM_CID
 							   : VC_RSEQ_INDEX_CPU_ID;
+	vc_g.numa_cache = vc_g.nnodes > 1 && vc_g.opt.numa && ri->has_node_id &&
+			  vc_g.mode != VCMALLOC_INDEX_FALLBACK;
 	vc_sizeclass_init();
 	vc_registry_init();
 	vc_pageheap_init();
 	vc_cache_init();
+	int fast = vc_g.mode == VCMALLOC_INDEX_FALLBACK ? VC_FAST_NONE
+			: (vc_g.mode == VCMALLOC_INDEX_VCPU ? VC_FAST_MM_CID : VC_FAST_CPU_ID) +
+			      (vc_g.numa_cache ? 2 : 0);
+	__atomic_store_n(&vc_g.fast, fast, __ATOMIC_RELEASE);
 	__atomic_store_n(&vc_initialised, 2, __ATOMIC_RELEASE);
 	vc_unlock(&init_lock);
 

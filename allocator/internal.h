@@ -39,7 +39,9 @@ void vc_options_load(struct vc_options *o) VC_HIDDEN;
 
 /* ---- global state (init.c) ---- */
 struct vc_global {
+	int fast;                   /* enum vc_fast_path (vcpu_cache.h); 4 until start-up */
 	int mode;                   /* enum vcmalloc_index */
+	bool numa_cache;            /* vCPU caches are node-tagged */
 	int rseq_index;             /* VC_RSEQ_INDEX_MM_CID or _CPU_ID in rseq modes */
 	uint32_t nvcpus;            /* possible CPUs: size of the vCPU id space */
 	uint32_t nnodes;
@@ -132,7 +134,7 @@ static inline uint64_t vc_tag(const void *p, const struct vc_span *sp)
 /* ---- vcpu_cache.c: per-vCPU caches ---- */
 void vc_cache_init(void) VC_HIDDEN;
 void *vc_cache_alloc_slow(unsigned c) VC_HIDDEN;
-void vc_cache_free_slow(unsigned c, void *p) VC_HIDDEN;
+void vc_cache_free_slow(unsigned c, void *p, unsigned node) VC_HIDDEN;
 int vc_cache_reclaim(bool force) VC_HIDDEN;
 void vc_cache_maybe_reclaim(void) VC_HIDDEN;
 void vc_cache_lock_all(void) VC_HIDDEN;

@@ -65,13 +65,17 @@ static unsigned current_node(void)
 }
 
 static void note_peak(void);
+static bool drain(uint32_t idx);
 
-/* Lock held. Headers go from zero to "empty, capacity 0". */
-static void populate_locked(uint32_t idx)
+/* Lock held. Headers go from zero to "empty, capacity 0"; the region's objects
+ * will be of node `node`. */
+static void populate_locked(uint32_t idx, unsigned node)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	if (v->populated)
 		return;
+	__atomic_store_n(vc_vcpu_node_tag(vc_vcpu_region(idx)), node, __ATOMIC_RELAXED);
+	v->node = (uint8_t)node;
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
 		uint16_t b = (uint16_t)vc_classes[c].slot_base;
 		__atomic_store_n(header_word(idx, c), header_pack(b, b, b), __ATOMIC_RELEASE);
@@ -88,11 +92,11 @@ static void populate_locked(uint32_t idx)
 		;
 }
 
-static void populate(uint32_t idx)
+static void populate(uint32_t idx, unsigned node)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	vc_lock(&v->lock);
-	populate_locked(idx);
+	populate_locked(idx, node);
 	vc_unlock(&v->lock);
 	note_peak();
 }
@@ -245,10 +249,17 @@ static void count_slow_event(struct vc_vcpu *v, unsigned c)
 		note_peak();
 }
 
-/* Objects to hand back to central after a cache refused them. */
-static void stash(unsigned c, void **objs, unsigned n)
+/* Put objects of node `node` just taken from central into this vCPU's cache; what
+ * does not fit goes back to central. */
+static void stash(unsigned c, void **objs, unsigned n, unsigned node)
 {
-	if (vc_g.mode != VCMALLOC_INDEX_FALLBACK) {
+	if (vc_g.numa_cache) {
+		/* One tagged push each: the thread may change node between pushes. */
+		while (n > 0 && vc_cache_push(c, objs[0], node)) {
+			objs++;
+			n--;
+		}
+	} else if (vc_g.mode != VCMALLOC_INDEX_FALLBACK) {
 		struct vc_rseq_abi *rs = vc_fast_area();
 		const int ix = vc_g.rseq_index;
 		while (n > 0) {
@@ -286,7 +297,7 @@ static void *fallback_alloc(unsigned c)
 	uint64_t *hw = header_word(idx, c);
 	void **slots = (void **)vc_vcpu_region(idx);
 	vc_lock(&v->lock);
-	populate_locked(idx);
+	populate_locked(idx, current_node());
 	uint64_t h = *hw;
 	void *p;
 	if (h_current(h) > h_begin(h)) {
@@ -303,7 +314,7 @@ static void *fallback_alloc(unsigned c)
 			h = header_pack(h_current(h), h_begin(h), (uint16_t)(h_begin(h) + cap));
 		}
 		void *buf[VC_BATCH_MAX];
-		unsigned n = vc_central_remove(current_node(), c, buf, ci->batch);
+		unsigned n = vc_central_remove(v->node, c, buf, ci->batch);
 		if (n == 0) {
 			*hw = h;
 			vc_unlock(&v->lock);
@@ -323,14 +334,20 @@ static void *fallback_alloc(unsigned c)
 	return p;
 }
 
-static void fallback_free(unsigned c, void *p)
+static void fallback_free(unsigned c, void *p, unsigned node)
 {
 	uint32_t idx = fallback_shard();
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	uint64_t *hw = header_word(idx, c);
 	void **slots = (void **)vc_vcpu_region(idx);
 	vc_lock(&v->lock);
-	populate_locked(idx);
+	populate_locked(idx, current_node());
+	if (v->node != node) {
+		/* Another node's object goes home. */
+		vc_unlock(&v->lock);
+		vc_central_insert(c, &p, 1);
+		return;
+	}
 	uint64_t h = *hw;
 	if (h_current(h) >= h_end(h)) {
 		count_slow_event(v, c);
@@ -385,28 +402,35 @@ void *vc_cache_alloc_slow(unsigned c)
 	void *p = vc_cache_pop(c);
 	if (p)
 		return p;
+	unsigned node = current_node();
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
-		populate(idx);
+	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE)) {
+		populate(idx, node);
+	} else if (vc_g.numa_cache && v->node != node) {
+		/* This vCPU id now runs on another node: flush its cache (objects go
+		 * home to their node) and start again with local objects. */
+		drain(idx);
+		populate(idx, node);
+	}
 	count_slow_event(v, c);
 	if (vc_lock_try(&v->lock)) {
 		adapt_capacity(rs, idx, c);
 		vc_unlock(&v->lock);
 	}
-	unsigned n = vc_central_remove(current_node(), c, buf, vc_classes[c].batch);
+	unsigned n = vc_central_remove(node, c, buf, vc_classes[c].batch);
 	if (n == 0)
 		return NULL;
 	if (n > 1)
-		stash(c, buf + 1, n - 1);
+		stash(c, buf + 1, n - 1, node);
 	vc_cache_maybe_reclaim();
 	return buf[0];
 }
 
-void vc_cache_free_slow(unsigned c, void *p)
+void vc_cache_free_slow(unsigned c, void *p, unsigned node)
 {
 	vc_ensure_init();
 	if (vc_g.mode == VCMALLOC_INDEX_FALLBACK) {
-		fallback_free(c, p);
+		fallback_free(c, p, node);
 		return;
 	}
 	struct vc_rseq_abi *rs = vc_rseq_area();
@@ -416,17 +440,23 @@ void vc_cache_free_slow(unsigned c, void *p)
 		vc_central_insert(c, &p, 1);
 		return;
 	}
-	if (vc_cache_push(c, p))
+	if (vc_cache_push(c, p, node))
 		return;
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
-		populate(idx);
+	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE)) {
+		populate(idx, current_node());
+	}
+	if (vc_g.numa_cache && v->node != node) {
+		/* A remote object goes home to its node's central list. */
+		vc_central_insert(c, &p, 1);
+		return;
+	}
 	count_slow_event(v, c);
 	if (vc_lock_try(&v->lock)) {
 		adapt_capacity(rs, idx, c);
 		vc_unlock(&v->lock);
 	}
-	if (vc_cache_push(c, p))
+	if (vc_cache_push(c, p, node))
 		return;
 	/* Still full: move the top batch to central, then push. */
 	const int ix = vc_g.rseq_index;
@@ -441,7 +471,7 @@ void vc_cache_free_slow(unsigned c, void *p)
 					  vc_classes[c].batch, &got);
 		if (r == 0)
 			vc_central_insert(c, buf, got);
-		if (vc_cache_push(c, p)) {
+		if (vc_cache_push(c, p, node)) {
 			vc_cache_maybe_reclaim();
 			return;
 		}

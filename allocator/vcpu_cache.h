@@ -28,8 +28,14 @@ static inline struct vc_rseq_abi *vc_fast_area(void)
 	return (struct vc_rseq_abi *)(vc_rseq_thread_pointer() + vc_rseq_info_.area_offset);
 }
 
+/* The node tag of a vCPU region: slot 0 (class 0 has no header). */
+static inline uint32_t *vc_vcpu_node_tag(char *region)
+{
+	return (uint32_t *)region;
+}
+
 #define VC_DEFINE_FAST(name, ix)                                                        \
-	static inline void *vc_cache_pop_##name(unsigned c)                            \
+	static inline void *vc_cache_pop_##name(unsigned c, bool numa)                 \
 	{                                                                               \
 		struct vc_rseq_abi *rs = vc_fast_area();                                \
 		for (;;) {                                                              \
@@ -38,15 +44,20 @@ static inline struct vc_rseq_abi *vc_fast_area(void)
 				return NULL;                                            \
 			char *region = vc_vcpu_region(idx);                             \
 			void *p;                                                        \
-			int r = vc_rseq_pop_##name(rs, idx, vc_vcpu_header(region, c),  \
-						   region, &p);                         \
+			int r = numa ? vc_rseq_pop_local_##name(                        \
+					   rs, idx, vc_vcpu_header(region, c), region,  \
+					   vc_vcpu_node_tag(region), &p)                \
+				     : vc_rseq_pop_##name(rs, idx,                      \
+							  vc_vcpu_header(region, c),    \
+							  region, &p);                  \
 			if (VC_LIKELY(r == 0))                                          \
 				return p;                                               \
 			if (r > 0)                                                      \
 				return NULL;                                            \
 		}                                                                       \
 	}                                                                               \
-	static inline bool vc_cache_push_##name(unsigned c, void *p)                   \
+	static inline bool vc_cache_push_##name(unsigned c, void *p, unsigned node,    \
+						bool numa)                              \
 	{                                                                               \
 		struct vc_rseq_abi *rs = vc_fast_area();                                \
 		for (;;) {                                                              \
@@ -54,8 +65,12 @@ static inline struct vc_rseq_abi *vc_fast_area(void)
 			if (VC_UNLIKELY(idx >= vc_g.nvcpus))                            \
 				return false;                                           \
 			char *region = vc_vcpu_region(idx);                             \
-			int r = vc_rseq_push_##name(rs, idx, vc_vcpu_header(region, c), \
-						    region, p);                         \
+			int r = numa ? vc_rseq_push_tagged_##name(                      \
+					   rs, idx, vc_vcpu_header(region, c), region,  \
+					   vc_vcpu_node_tag(region), node, p)           \
+				     : vc_rseq_push_##name(rs, idx,                     \
+							   vc_vcpu_header(region, c),   \
+							   region, p);                  \
 			if (VC_LIKELY(r == 0))                                          \
 				return true;                                            \
 			if (r > 0)                                                      \
@@ -66,22 +81,47 @@ static inline struct vc_rseq_abi *vc_fast_area(void)
 VC_DEFINE_FAST(mm_cid, VC_RSEQ_INDEX_MM_CID)
 VC_DEFINE_FAST(cpu_id, VC_RSEQ_INDEX_CPU_ID)
 
+/* vc_g.fast selects the fast path: index field, and whether the caches are
+ * node-tagged (several NUMA nodes and rseq node_id available). */
+enum vc_fast_path {
+	VC_FAST_MM_CID = 0,
+	VC_FAST_CPU_ID = 1,
+	VC_FAST_MM_CID_NUMA = 2,
+	VC_FAST_CPU_ID_NUMA = 3,
+	VC_FAST_NONE = 4, /* fallback mode, or before start-up */
+};
+
 static inline void *vc_cache_pop(unsigned c)
 {
-	if (VC_LIKELY(vc_g.mode == VCMALLOC_INDEX_VCPU))
-		return vc_cache_pop_mm_cid(c);
-	if (vc_g.mode == VCMALLOC_INDEX_CPU)
-		return vc_cache_pop_cpu_id(c);
-	return NULL;
+	switch (vc_g.fast) {
+	case VC_FAST_MM_CID:
+		return vc_cache_pop_mm_cid(c, false);
+	case VC_FAST_CPU_ID:
+		return vc_cache_pop_cpu_id(c, false);
+	case VC_FAST_MM_CID_NUMA:
+		return vc_cache_pop_mm_cid(c, true);
+	case VC_FAST_CPU_ID_NUMA:
+		return vc_cache_pop_cpu_id(c, true);
+	default:
+		return NULL;
+	}
 }
 
-static inline bool vc_cache_push(unsigned c, void *p)
+/* Push p, an object of node `node`; fails when the cache holds another node's. */
+static inline bool vc_cache_push(unsigned c, void *p, unsigned node)
 {
-	if (VC_LIKELY(vc_g.mode == VCMALLOC_INDEX_VCPU))
-		return vc_cache_push_mm_cid(c, p);
-	if (vc_g.mode == VCMALLOC_INDEX_CPU)
-		return vc_cache_push_cpu_id(c, p);
-	return false;
+	switch (vc_g.fast) {
+	case VC_FAST_MM_CID:
+		return vc_cache_push_mm_cid(c, p, node, false);
+	case VC_FAST_CPU_ID:
+		return vc_cache_push_cpu_id(c, p, node, false);
+	case VC_FAST_MM_CID_NUMA:
+		return vc_cache_push_mm_cid(c, p, node, true);
+	case VC_FAST_CPU_ID_NUMA:
+		return vc_cache_push_cpu_id(c, p, node, true);
+	default:
+		return false;
+	}
 }
 
 #endif

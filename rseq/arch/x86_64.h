@@ -257,3 +257,66 @@ VC_RSEQ_DEFINE_OPS(mm_cid, 24)
 VC_RSEQ_DEFINE_CMPEQ_STORE(cpu_id, 4)
 VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
 #define vc_rseq_cmpeq_store(ix, ...) VC_RSEQ_DISPATCH(cmpeq_store, ix, __VA_ARGS__)
+
+/* Node-tagged stacks: the 32-bit word at `tag` names the NUMA node of the objects
+ * on the index's stacks. pop_local pops only while the tag equals the thread's
+ * node_id (offset 20); push_tagged pushes only while the tag equals `node`.
+ * Either returns 1 (nothing written) on a mismatch, as for empty / full. */
+#define VC_RSEQ_DEFINE_NODE_OPS(name, field_off)                                        \
+	static inline __attribute__((always_inline)) int vc_rseq_pop_local_##name(     \
+	    struct vc_rseq_abi *rs, uint32_t idx, struct vc_rseq_stack *hdr,            \
+	    void *region, const uint32_t *tag, void **out)                              \
+	{                                                                               \
+		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
+			     "movl " VC_RSEQ_STR(VC_RSEQ_OFF_NODE_ID) "(%[rs]), %%edx\n\t" \
+			     "cmpl %%edx, (%[tag])\n\t"                                 \
+			     "jnz %l[cmpfail]\n\t"                                      \
+			     "movzwl (%[hdr]), %%eax\n\t"                               \
+			     "cmpw 4(%[hdr]), %%ax\n\t"                                 \
+			     "jbe %l[cmpfail]\n\t"                                      \
+			     "movq -8(%[region], %%rax, 8), %%rdx\n\t"                  \
+			     "movq %%rdx, (%[out])\n\t" VC_RSEQ_INJECT_ASM(2)           \
+			     "decl %%eax\n\t"                                           \
+			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
+			     VC_RSEQ_ASM_EPILOGUE                                       \
+			     :                                                          \
+			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
+			       [region] "r"(region), [tag] "r"(tag), [out] "r"(out)     \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "rdx", "memory", "cc"     \
+			     : aborted, cmpfail);                                       \
+		return 0;                                                       \
+	aborted:                                                                        \
+		return -1;                                                      \
+	cmpfail:                                                                        \
+		return 1;                                                       \
+	}                                                                               \
+	static inline __attribute__((always_inline)) int vc_rseq_push_tagged_##name(   \
+	    struct vc_rseq_abi *rs, uint32_t idx, struct vc_rseq_stack *hdr,            \
+	    void *region, const uint32_t *tag, uint32_t node, void *p)                  \
+	{                                                                               \
+		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
+			     "cmpl %[node], (%[tag])\n\t"                               \
+			     "jnz %l[cmpfail]\n\t"                                      \
+			     "movzwl (%[hdr]), %%eax\n\t"                               \
+			     "cmpw 6(%[hdr]), %%ax\n\t"                                 \
+			     "jae %l[cmpfail]\n\t"                                      \
+			     "movq %[p], (%[region], %%rax, 8)\n\t" VC_RSEQ_INJECT_ASM(2) \
+			     "incl %%eax\n\t"                                           \
+			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
+			     VC_RSEQ_ASM_EPILOGUE                                       \
+			     :                                                          \
+			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
+			       [region] "r"(region), [tag] "r"(tag), [node] "r"(node),  \
+			       [p] "r"(p)                                               \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "memory", "cc"            \
+			     : aborted, cmpfail);                                       \
+		return 0;                                                       \
+	aborted:                                                                        \
+		return -1;                                                      \
+	cmpfail:                                                                        \
+		return 1;                                                       \
+	}
+VC_RSEQ_DEFINE_NODE_OPS(cpu_id, 4)
+VC_RSEQ_DEFINE_NODE_OPS(mm_cid, 24)
+#define vc_rseq_pop_local(ix, ...) VC_RSEQ_DISPATCH(pop_local, ix, __VA_ARGS__)
+#define vc_rseq_push_tagged(ix, ...) VC_RSEQ_DISPATCH(push_tagged, ix, __VA_ARGS__)
