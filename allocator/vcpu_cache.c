@@ -290,6 +290,20 @@ static uint32_t fallback_shard(void)
 	return (uint32_t)(cpu < 0 ? 0 : cpu) % vc_g.nvcpus;
 }
 
+/* Grow class c's capacity by a batch within the budget; returns the new header
+ * (h itself when it cannot grow). Lock held. */
+static uint64_t fallback_grow(struct vc_vcpu *v, unsigned c, uint64_t h)
+{
+	const struct vc_class_info *ci = &vc_classes[c];
+	unsigned cap = v->capacity[c];
+	if (cap >= ci->max_slots ||
+	    v->capacity_bytes + (uint64_t)ci->batch * ci->size > vc_g.opt.vcpu_cache_bytes)
+		return h;
+	cap = cap + ci->batch > ci->max_slots ? ci->max_slots : cap + ci->batch;
+	set_capacity(v, c, cap);
+	return header_pack(h_current(h), h_begin(h), (uint16_t)(h_begin(h) + cap));
+}
+
 static void *fallback_alloc(unsigned c)
 {
 	uint32_t idx = fallback_shard();
@@ -306,13 +320,7 @@ static void *fallback_alloc(unsigned c)
 	} else {
 		count_slow_event(v, c);
 		const struct vc_class_info *ci = &vc_classes[c];
-		unsigned cap = v->capacity[c];
-		if (cap < ci->max_slots &&
-		    v->capacity_bytes + (uint64_t)ci->batch * ci->size <= vc_g.opt.vcpu_cache_bytes) {
-			cap = cap + ci->batch > ci->max_slots ? ci->max_slots : cap + ci->batch;
-			set_capacity(v, c, cap);
-			h = header_pack(h_current(h), h_begin(h), (uint16_t)(h_begin(h) + cap));
-		}
+		h = fallback_grow(v, c, h);
 		void *buf[VC_BATCH_MAX];
 		unsigned n = vc_central_remove(v->node, c, buf, ci->batch);
 		if (n == 0) {
@@ -352,12 +360,9 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 	if (h_current(h) >= h_end(h)) {
 		count_slow_event(v, c);
 		const struct vc_class_info *ci = &vc_classes[c];
-		unsigned cap = v->capacity[c];
-		if (cap < ci->max_slots &&
-		    v->capacity_bytes + (uint64_t)ci->batch * ci->size <= vc_g.opt.vcpu_cache_bytes) {
-			cap = cap + ci->batch > ci->max_slots ? ci->max_slots : cap + ci->batch;
-			set_capacity(v, c, cap);
-			h = header_pack(h_current(h), h_begin(h), (uint16_t)(h_begin(h) + cap));
+		uint64_t grown = fallback_grow(v, c, h);
+		if (grown != h) {
+			h = grown;
 		} else {
 			/* Full: hand the top batch to central. */
 			unsigned n = ci->batch;
