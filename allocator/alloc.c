@@ -119,6 +119,13 @@ static inline enum vc_kind classify(const void *p, const char *func, struct vc_s
 	bad_pointer(p, func);
 }
 
+static VC_NOINLINE void free_small_slow(unsigned c, void *p, unsigned node)
+{
+	int saved = errno;
+	vc_cache_free_slow(c, p, node);
+	errno = saved;
+}
+
 static inline void free_small(struct vc_span *sp, void *p, const char *func)
 {
 	uint64_t tag = vc_tag(p, sp);
@@ -129,9 +136,7 @@ static inline void free_small(struct vc_span *sp, void *p, const char *func)
 	unsigned c = sp->sizeclass;
 	if (VC_LIKELY(vc_cache_push(c, p, sp->node)))
 		return;
-	int saved = errno;
-	vc_cache_free_slow(c, p, sp->node);
-	errno = saved;
+	free_small_slow(c, p, sp->node);
 }
 
 static void free_large(struct vc_span *sp)
@@ -142,10 +147,13 @@ static void free_large(struct vc_span *sp)
 	errno = saved;
 }
 
-static void free_checked(void *p, const char *func)
+/* Every free that is not of a small object, and every misuse. */
+static VC_NOINLINE void free_checked(void *p, const char *func)
 {
 	struct vc_span *sp = NULL;
 	struct vc_huge_header *h = NULL;
+	if (VC_UNLIKELY(vc_g.registry == NULL))
+		vc_report("invalid pointer (freed before any allocation)", func, p);
 	switch (classify(p, func, &sp, &h)) {
 	case VC_KIND_SMALL:
 		free_small(sp, p, func);
@@ -164,10 +172,24 @@ static void free_checked(void *p, const char *func)
 
 void vc_free(void *p)
 {
-	if (VC_UNLIKELY(p == NULL))
+	/* The common case inline: a small object in a segment, at an object start. */
+	uintptr_t a = (uintptr_t)p;
+	const uint8_t *reg = vc_g.registry;
+	if (VC_LIKELY(reg != NULL && (a >> VC_ADDRESS_BITS) == 0 &&
+		      reg[a >> VC_UNIT_SHIFT] == VC_UNIT_SEGMENT)) {
+		struct vc_segment *s = vc_segment_of(p);
+		struct vc_span *sp = vc_span_of(s, p);
+		if (VC_LIKELY(sp != NULL && sp->state == VC_SPAN_SMALL)) {
+			const struct vc_class_info *ci = &vc_classes[sp->sizeclass];
+			size_t off = (size_t)((const char *)p - vc_span_start(sp));
+			if (VC_LIKELY((((uint64_t)off * ci->div_magic) >> 40) * ci->size == off)) {
+				free_small(sp, p, "free");
+				return;
+			}
+		}
+	}
+	if (p == NULL)
 		return;
-	if (VC_UNLIKELY(vc_g.registry == NULL))
-		vc_report("invalid pointer (freed before any allocation)", "free", p);
 	free_checked(p, "free");
 }
 

@@ -93,9 +93,10 @@ enum vc_fast_path {
 
 static inline void *vc_cache_pop(unsigned c)
 {
-	switch (vc_g.fast) {
-	case VC_FAST_MM_CID:
+	int fast = vc_g.fast;
+	if (VC_LIKELY(fast == VC_FAST_MM_CID))
 		return vc_cache_pop_mm_cid(c, false);
+	switch (fast) {
 	case VC_FAST_CPU_ID:
 		return vc_cache_pop_cpu_id(c, false);
 	case VC_FAST_MM_CID_NUMA:
@@ -110,9 +111,10 @@ static inline void *vc_cache_pop(unsigned c)
 /* Push p, an object of node `node`; fails when the cache holds another node's. */
 static inline bool vc_cache_push(unsigned c, void *p, unsigned node)
 {
-	switch (vc_g.fast) {
-	case VC_FAST_MM_CID:
+	int fast = vc_g.fast;
+	if (VC_LIKELY(fast == VC_FAST_MM_CID))
 		return vc_cache_push_mm_cid(c, p, node, false);
+	switch (fast) {
 	case VC_FAST_CPU_ID:
 		return vc_cache_push_cpu_id(c, p, node, false);
 	case VC_FAST_MM_CID_NUMA:
