@@ -7,8 +7,9 @@
  * glibc may allocate while registering them.
  *
  * fork: the prepare handler takes every lock in the documented order (lock.h), so
- * that the child starts with consistent lists; the child re-initialises the locks
- * (it has one thread) and renews the rseq fence registration.
+ * that the child starts with consistent lists (not in a single-threaded process:
+ * see fork_prepare); the child re-initialises the locks (it has one thread) and
+ * renews the rseq fence registration.
  */
 #include "internal.h"
 #include "rseq.h"
@@ -16,6 +17,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/single_threaded.h>
 
 struct vc_global vc_g = {.fast = 4 /* VC_FAST_NONE */};
 int vc_initialised;
@@ -45,8 +47,17 @@ static void unlock_below_cache(bool child)
 			release(&vc_centrals[n][c].lock);
 }
 
+/* A single-threaded process may fork from a signal handler that interrupted
+ * malloc while it held one of our locks: taking the locks then would deadlock on
+ * ourselves, and no other thread can hold them. So the locks are taken only when
+ * the process has other threads; the child always starts with free locks. */
+static bool fork_locked;
+
 static void fork_prepare(void)
 {
+	fork_locked = !__libc_single_threaded;
+	if (!fork_locked)
+		return;
 	vc_lock(&init_lock);
 	vc_cache_lock_all();
 	lock_below_cache();
@@ -54,6 +65,8 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
+	if (!fork_locked)
+		return;
 	unlock_below_cache(false);
 	vc_cache_unlock_all(false);
 	vc_unlock(&init_lock);
