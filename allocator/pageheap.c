@@ -216,6 +216,17 @@ void vc_pageheap_decay(unsigned node, bool force)
 	vc_unlock(&ph->lock);
 }
 
+void vc_pageheap_maybe_decay(void)
+{
+	uint64_t now = vc_os_now_ms();
+	for (unsigned n = 0; n < vc_g.nnodes; n++) {
+		struct vc_pageheap *ph = &vc_pageheaps[n];
+		if (ph->free_bytes > ph->released_bytes &&
+		    now - __atomic_load_n(&ph->last_decay_ms, __ATOMIC_RELAXED) >= vc_g.opt.decay_ms)
+			vc_pageheap_decay(n, false);
+	}
+}
+
 void vc_pageheap_init(void)
 {
 	for (unsigned i = 0; i < VC_MAX_NODES; i++)

@@ -585,6 +585,7 @@ int vc_cache_reclaim(bool force)
 
 void vc_cache_maybe_reclaim(void)
 {
+	vc_pageheap_maybe_decay();
 	uint64_t now = vc_os_now_ms();
 	uint64_t interval = vc_g.opt.reclaim_ms / 2;
 	if (vc_g.opt.reclaim_ms == 0 ||
