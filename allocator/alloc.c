@@ -99,9 +99,7 @@ static inline enum vc_kind classify(const void *p, const char *func, struct vc_s
 		*span = sp;
 		size_t off = (size_t)((const char *)p - vc_span_start(sp));
 		if (VC_LIKELY(sp->state == VC_SPAN_SMALL)) {
-			const struct vc_class_info *ci = &vc_classes[sp->sizeclass];
-			uint64_t q = ((uint64_t)off * ci->div_magic) >> 40;
-			if (VC_UNLIKELY(q * ci->size != off))
+			if (VC_UNLIKELY((((uint64_t)off * sp->div_magic) >> 40) * sp->obj_size != off))
 				bad_pointer(p, func);
 			return VC_KIND_SMALL;
 		}
@@ -180,9 +178,8 @@ void vc_free(void *p)
 		struct vc_segment *s = vc_segment_of(p);
 		struct vc_span *sp = vc_span_of(s, p);
 		if (VC_LIKELY(sp != NULL && sp->state == VC_SPAN_SMALL)) {
-			const struct vc_class_info *ci = &vc_classes[sp->sizeclass];
 			size_t off = (size_t)((const char *)p - vc_span_start(sp));
-			if (VC_LIKELY((((uint64_t)off * ci->div_magic) >> 40) * ci->size == off)) {
+			if (VC_LIKELY((((uint64_t)off * sp->div_magic) >> 40) * sp->obj_size == off)) {
 				free_small(sp, p, "free");
 				return;
 			}

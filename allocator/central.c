@@ -41,6 +41,8 @@ static struct vc_span *new_span(unsigned node, unsigned c)
 	if (!sp)
 		return NULL;
 	sp->sizeclass = (uint8_t)c;
+	sp->obj_size = ci->size;
+	sp->div_magic = ci->div_magic;
 	sp->capacity = ci->objects;
 	sp->carved = 0;
 	sp->allocated = 0;

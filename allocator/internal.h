@@ -130,7 +130,7 @@ void vc_central_insert(unsigned c, void *const *in, unsigned n) VC_HIDDEN;
 void vc_central_flush(void) VC_HIDDEN;
 static inline uint64_t vc_tag(const void *p, const struct vc_span *sp)
 {
-	return (uint64_t)(uintptr_t)p ^ vc_g.secret ^ sp->generation;
+	return (uint64_t)(uintptr_t)p ^ sp->tag_key;
 }
 
 /* ---- vcpu_cache.c: per-vCPU caches ---- */

@@ -135,7 +135,7 @@ struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state)
 	}
 	sp->state = (uint8_t)state;
 	sp->released_pages = 0;
-	sp->generation = (vc_g.secret * (++s->span_uses | 1)) ^ (uintptr_t)sp;
+	sp->tag_key = vc_g.secret ^ ((vc_g.secret * (++s->span_uses | 1)) >> 7) ^ (uintptr_t)sp;
 	s->used_pages = (uint16_t)(s->used_pages + npages);
 	set_pagemap(s, sp);
 	vc_unlock(&ph->lock);

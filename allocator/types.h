@@ -25,7 +25,9 @@
  *   where "allocated" counts objects handed to vCPU caches, transfer arrays or users.
  *
  * Free-object tag: word 1 (bytes 8-15) of an object that is free anywhere in
- * vcmalloc holds vc_tag(p, span) = p ^ secret ^ span->generation; malloc clears it.
+ * vcmalloc holds vc_tag(p, span) = p ^ span->tag_key, where tag_key mixes the
+ * process secret with a generation that changes on every reuse of the span;
+ * malloc clears it.
  * free() of an object whose word 1 already holds its tag is a double free (a live
  * object holding exactly that 64-bit value by chance: probability 2^-64).
  */
@@ -78,7 +80,12 @@ struct vc_span {
 	uint8_t sizeclass;     /* SMALL: class; else 0 */
 	uint8_t node;
 	uint8_t in_list;       /* on a central or page-heap list */
-	uint64_t generation;   /* new on every (re)use: makes stale tags useless */
+	uint64_t tag_key;      /* secret ^ generation, new on every (re)use of the span:
+				  stale tags never match */
+	/* SMALL: copies of the class's size and divisor, next to the rest of what free()
+	 * reads, so the fast path touches one cache line of the span. */
+	uint32_t obj_size;
+	uint64_t div_magic;
 	/* SMALL: under the central lock of (node, class). */
 	uint32_t capacity;
 	uint32_t carved;

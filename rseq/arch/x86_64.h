@@ -92,20 +92,22 @@
 	    struct vc_rseq_abi *rs, uint32_t idx, struct vc_rseq_stack *hdr,            \
 	    void *region, void **out)                                                   \
 	{                                                                               \
+		void *obj;                                                              \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
 			     "movzwl (%[hdr]), %%eax\n\t"                               \
 			     "cmpw 4(%[hdr]), %%ax\n\t"                                 \
 			     "jbe %l[cmpfail]\n\t"                                      \
-			     "movq -8(%[region], %%rax, 8), %%rdx\n\t"                  \
-			     "movq %%rdx, (%[out])\n\t" VC_RSEQ_INJECT_ASM(2)           \
+			     "movq -8(%[region], %%rax, 8), %[obj]\n\t"                 \
+			     VC_RSEQ_INJECT_ASM(2)                                      \
 			     "decl %%eax\n\t"                                           \
 			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
 			     VC_RSEQ_ASM_EPILOGUE                                       \
-			     :                                                          \
+			     : [obj] "=&r"(obj)                                         \
 			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
-			       [region] "r"(region), [out] "r"(out)                     \
-			     : VC_RSEQ_INJECT_CLOBBERS "rax", "rdx", "memory", "cc"     \
+			       [region] "r"(region)                                     \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "memory", "cc"            \
 			     : aborted, cmpfail);                                       \
+		*out = obj;                                                     \
 		return 0;                                                       \
 	aborted:                                                                        \
 		return -1;                                                      \
@@ -267,6 +269,7 @@ VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
 	    struct vc_rseq_abi *rs, uint32_t idx, struct vc_rseq_stack *hdr,            \
 	    void *region, const uint32_t *tag, void **out)                              \
 	{                                                                               \
+		void *obj;                                                              \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
 			     "movl " VC_RSEQ_STR(VC_RSEQ_OFF_NODE_ID) "(%[rs]), %%edx\n\t" \
 			     "cmpl %%edx, (%[tag])\n\t"                                 \
@@ -274,16 +277,17 @@ VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
 			     "movzwl (%[hdr]), %%eax\n\t"                               \
 			     "cmpw 4(%[hdr]), %%ax\n\t"                                 \
 			     "jbe %l[cmpfail]\n\t"                                      \
-			     "movq -8(%[region], %%rax, 8), %%rdx\n\t"                  \
-			     "movq %%rdx, (%[out])\n\t" VC_RSEQ_INJECT_ASM(2)           \
+			     "movq -8(%[region], %%rax, 8), %[obj]\n\t"                 \
+			     VC_RSEQ_INJECT_ASM(2)                                      \
 			     "decl %%eax\n\t"                                           \
 			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
 			     VC_RSEQ_ASM_EPILOGUE                                       \
-			     :                                                          \
+			     : [obj] "=&r"(obj)                                         \
 			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
-			       [region] "r"(region), [tag] "r"(tag), [out] "r"(out)     \
+			       [region] "r"(region), [tag] "r"(tag)                     \
 			     : VC_RSEQ_INJECT_CLOBBERS "rax", "rdx", "memory", "cc"     \
 			     : aborted, cmpfail);                                       \
+		*out = obj;                                                     \
 		return 0;                                                       \
 	aborted:                                                                        \
 		return -1;                                                      \
