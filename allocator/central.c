@@ -103,6 +103,7 @@ unsigned vc_central_remove(unsigned node, unsigned c, void **out, unsigned n)
 /* Return one object to its span. Central lock held. */
 static void give_to_span(struct vc_central *ce, struct vc_span *sp, void *p)
 {
+	VC_ASSERT(sp->state == VC_SPAN_SMALL && sp->allocated > 0);
 	void **obj = p;
 	obj[0] = sp->free_list;
 	sp->free_list = obj;

@@ -146,7 +146,9 @@ void vc_pageheap_free(struct vc_span *sp)
 {
 	struct vc_segment *s = vc_segment_of(sp);
 	struct vc_pageheap *ph = &vc_pageheaps[s->node];
+	VC_ASSERT(sp->state != VC_SPAN_FREE);
 	vc_lock(&ph->lock);
+	VC_ASSERT(s->used_pages >= sp->npages);
 	s->used_pages = (uint16_t)(s->used_pages - sp->npages);
 	unsigned first = sp->first_page, n = sp->npages;
 	uint32_t released = 0;
@@ -171,6 +173,16 @@ void vc_pageheap_free(struct vc_span *sp)
 		}
 	}
 	struct vc_span *merged = make_free_span(s, first, n, released);
+	if (vc_config_assert_level >= 2) {
+		/* Expensive: the segment's spans tile its usable pages exactly. */
+		unsigned pg = (unsigned)VC_SEGMENT_HEADER_PAGES;
+		while (pg < VC_PAGES_PER_SEGMENT) {
+			struct vc_span *t = s->pagemap[pg];
+			VC_ASSERT_EXPENSIVE(t && t->first_page == pg && t->npages > 0);
+			pg += t->npages;
+		}
+		VC_ASSERT_EXPENSIVE(pg == VC_PAGES_PER_SEGMENT);
+	}
 	if (s->used_pages == 0) {
 		/* Whole segment free: unmap it unless it is the node's last one. */
 		bool keep = ph->segments == s && s->next == NULL;

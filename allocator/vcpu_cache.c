@@ -245,7 +245,7 @@ static void count_slow_event(struct vc_vcpu *v, unsigned c)
 		for (unsigned d = 1; d < VC_NUM_CLASSES; d++)
 			v->misses[d] >>= 1;
 	}
-	if ((__atomic_add_fetch(&slow_counter, 1, __ATOMIC_RELAXED) & 127) == 0)
+	if (vc_config_stats && (__atomic_add_fetch(&slow_counter, 1, __ATOMIC_RELAXED) & 127) == 0)
 		note_peak();
 }
 
@@ -535,6 +535,8 @@ static bool drain(uint32_t idx)
 	void **slots = (void **)vc_vcpu_region(idx);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
 		uint64_t h = saved[c];
+		VC_ASSERT(h_begin(h) == vc_classes[c].slot_base);
+		VC_ASSERT(h_current(h) >= h_begin(h) && h_current(h) <= h_end(h));
 		if (h_current(h) > h_begin(h))
 			vc_central_insert(c, &slots[h_begin(h)], h_current(h) - h_begin(h));
 		v->capacity[c] = 0;
