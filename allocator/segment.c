@@ -105,7 +105,15 @@ struct vc_huge_header *vc_huge_lookup(const void *p)
 {
 	if (((uintptr_t)p & (VC_PAGE_SIZE - 1)) != 0)
 		return NULL;
-	struct vc_huge_header *h = (struct vc_huge_header *)((const char *)p - VC_PAGE_SIZE);
+	/* The header page must be ours before we read it: in p's unit, or in the unit
+	 * before for objects aligned to a unit. */
+	const char *hp = (const char *)p - VC_PAGE_SIZE;
+	unsigned k = vc_unit_kind(hp);
+	if (k != VC_UNIT_HUGE_START && k != VC_UNIT_HUGE_BODY)
+		return NULL;
+	if (k == VC_UNIT_HUGE_START && vc_segment_of(hp) != vc_segment_of(p))
+		return NULL;
+	struct vc_huge_header *h = (struct vc_huge_header *)hp;
 	/* The unit says a huge object starts here; the header page is ours whenever it
 	 * does, but p may be an interior pointer: the magic tells. */
 	if (h->magic != (vc_g.secret ^ (uintptr_t)p) || h->state != 1)
