@@ -14,8 +14,8 @@
  *                   (rseq modes), or holders of vcpu->lock (fallback mode);
  *   whole header    populate (0 -> initial, lock held; no critical section can
  *                   commit on a zero header), resize (a critical section on the
- *                   owning id, cmpeq_store, lock held), drain (CAS to 0, then the
- *                   rseq fence, lock held);
+ *                   owning id, cmpeq_store, lock held), drain (CAS to the stop
+ *                   word, then the rseq fence, lock held; see vc_rseq_stack);
  *   vcpu fields     under vcpu->lock, except slow_events / misses (relaxed).
  */
 #include "vcpu_cache.h"
@@ -499,37 +499,26 @@ static bool drain(uint32_t idx)
 		vc_unlock(&v->lock);
 		return false;
 	}
+	/* Stop every class (see struct vc_rseq_stack): the stop word keeps `current`
+	 * and makes every operation fail, also after a late 16-bit commit. No resize
+	 * can be in flight: resizes hold this vCPU's lock. */
 	uint64_t saved[VC_NUM_CLASSES];
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
 		uint64_t *hw = header_word(idx, c);
 		uint64_t h = __atomic_load_n(hw, __ATOMIC_ACQUIRE);
-		while (!__atomic_compare_exchange_n(hw, &h, 0, 0, __ATOMIC_ACQ_REL,
-						    __ATOMIC_ACQUIRE))
+		while (!__atomic_compare_exchange_n(hw, &h, vc_rseq_stack_stop_word(h), 0,
+						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			;
 		saved[c] = h;
 	}
 	if (!fallback) {
-		/* Critical sections that read a header before it became zero may still
-		 * commit; the fence ends them. A commit that landed anyway shows as a
-		 * non-zero header: take its value and stop the header again. */
-		bool again = true;
-		while (again) {
-			vc_rseq_fence();
-			again = false;
-			for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-				uint64_t *hw = header_word(idx, c);
-				uint64_t h = __atomic_load_n(hw, __ATOMIC_ACQUIRE);
-				if (h == 0)
-					continue;
-				while (!__atomic_compare_exchange_n(hw, &h, 0, 0, __ATOMIC_ACQ_REL,
-								    __ATOMIC_ACQUIRE))
-					;
-				if ((h >> 16) == 0) /* a 16-bit commit of current */
-					saved[c] = (saved[c] & ~(uint64_t)0xffff) | h;
-				else
-					saved[c] = h;
-				again = true;
-			}
+		/* Sections that read a live header before the stop are aborted or have
+		 * committed once the fence returns; the final `current` is in the word. */
+		vc_rseq_fence();
+		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+			uint64_t h = __atomic_load_n(header_word(idx, c), __ATOMIC_ACQUIRE);
+			VC_ASSERT_ALWAYS(vc_rseq_stack_is_stopped(h));
+			saved[c] = (saved[c] & ~(uint64_t)0xffff) | (h & 0xffff);
 		}
 	}
 	void **slots = (void **)vc_vcpu_region(idx);

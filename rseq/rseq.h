@@ -121,14 +121,35 @@ void vc_rseq_fence_after_fork(void) VC_RSEQ_HIDDEN;
  * drainer can replace it with one compare-and-swap. Positions are in 8-byte slots
  * from the start of the index's region: the live objects are slots [begin, current).
  * Only `current` is written by critical sections (a 16-bit commit store); begin and
- * end change only while the index is stopped (header zero, after a fence).
- * A zero header is "stopped / not populated": pops see it empty, pushes full. */
+ * end change only through vc_rseq_cmpeq_store on the owning index, or while the
+ * stack is stopped.
+ *
+ * A zero header means "never used": pops see it empty, pushes full, and nothing can
+ * be in flight against it. To stop a live stack, replace its header H with
+ * vc_rseq_stack_stop_word(H) (compare-and-swap), then vc_rseq_fence(): a section in
+ * flight at the stop may still commit before the fence returns, but its 16-bit commit
+ * changes only `current`, and with begin = 0xffff and end = 0 every pop, push and
+ * batch fails whatever `current` holds. After the fence, the low 16 bits of the
+ * header are the final `current`. (Zero would not do: a late commit of `current`
+ * into a zero header makes pops succeed again, below the real begin.) */
 struct vc_rseq_stack {
 	uint16_t current;
 	uint16_t reserved;
 	uint16_t begin;
 	uint16_t end;
 } __attribute__((aligned(8)));
+
+#define VC_RSEQ_STACK_STOPPED_BEGIN 0xffffu
+
+static inline uint64_t vc_rseq_stack_stop_word(uint64_t live)
+{
+	return (live & 0xffffu) | ((uint64_t)VC_RSEQ_STACK_STOPPED_BEGIN << 32);
+}
+
+static inline bool vc_rseq_stack_is_stopped(uint64_t h)
+{
+	return (uint16_t)(h >> 32) == VC_RSEQ_STACK_STOPPED_BEGIN && (uint16_t)(h >> 48) == 0;
+}
 
 #if defined(VC_RSEQ_INJECT) && VC_RSEQ_INJECT
 /* Test builds: delay loops and yields inside critical sections, abort counting. */
