@@ -1,0 +1,321 @@
+/* tests/rseq/sections_test.c - what each critical section does, one thread, exactly.
+ *
+ * Usage: sections-test
+ *
+ * For both index kinds (cpu_id, mm_cid), on a stack over a small region whose unused
+ * slots hold guard values, and on plain words:
+ *   - push / pop / push_batch / pop_batch move the right objects in LIFO order
+ *     (pop_batch hands out the top first), stop at begin and end, report how many they
+ *     moved, and leave every slot outside [begin, end) alone;
+ *   - the compare failures return 1 and write nothing: pop on empty, push on full,
+ *     batches of 0, cmpeq_store on a word that differs;
+ *   - a stopped header fails every operation with 1, nothing written: the all-zero
+ *     header and the stop word {any current, begin 0xffff, end 0} (fence-test);
+ *   - an index that is not the thread's own (possible CPUs + 7: no thread ever has it)
+ *     makes every operation, vc_rseq_addv included, return -1 and write nothing: this
+ *     is the compare that protects a thread whose index changed between its read and
+ *     the section;
+ *   - vc_rseq_addv adds, vc_rseq_cmpeq_store stores the 64-bit word.
+ * The thread is pinned to one CPU so that its cpu_id stays put. A -1 from a section
+ * given the right index means the thread was preempted inside it: the helpers retry.
+ * Built twice: the injection build runs with a delay loop at every injection point and
+ * also checks vc_rseq_inject_aborts == the number of -1 returns (every abort handler
+ * entry reaches the caller). A helper that loses a register across an injection point
+ * (say %eax, which holds `current` between load and commit) fails here every time.
+ */
+#include "harness.h"
+#include "rseq.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#if defined(VC_RSEQ_INJECT) && VC_RSEQ_INJECT
+#define INJECT_BUILD 1
+#else
+#define INJECT_BUILD 0
+#endif
+
+#define GUARD(k) ((void *)(uintptr_t)(0x9a7d0000u + (unsigned)(k)))
+#define OBJ(k) ((void *)(uintptr_t)(0x1000u + (unsigned)(k)))
+#define UNTOUCHED ((void *)(uintptr_t)0x5eed)
+
+enum { SLOTS = 16, BEGIN = 2, END = 6 };
+
+static struct vc_rseq_abi *rs;
+static uint32_t foreign_index; /* an index no thread ever has */
+static bool foreign;	       /* give the sections foreign_index */
+static long minus_ones;	       /* -1 returns seen, deliberate ones included */
+static long retries;	       /* -1 returns from preemption, retried */
+
+static uint32_t index_for(enum vc_rseq_index ix)
+{
+	return foreign ? foreign_index : vc_rseq_read_index(rs, ix);
+}
+
+/* Retry while the section aborts with the right index; with the foreign index, a
+ * -1 is the expected answer and is returned. */
+static int settle(int r)
+{
+	if (r == -1)
+		minus_ones++;
+	return r;
+}
+#define RUN(call)                                                                                  \
+	do {                                                                                       \
+		for (;;) {                                                                         \
+			r = settle(call);                                                          \
+			if (r != -1 || foreign)                                                    \
+				break;                                                             \
+			retries++;                                                                 \
+		}                                                                                  \
+	} while (0)
+
+static int pop(enum vc_rseq_index ix, struct vc_rseq_stack *h, void **region, void **out)
+{
+	int r;
+	RUN(vc_rseq_pop(ix, rs, index_for(ix), h, region, out));
+	return r;
+}
+
+static int push(enum vc_rseq_index ix, struct vc_rseq_stack *h, void **region, void *p)
+{
+	int r;
+	RUN(vc_rseq_push(ix, rs, index_for(ix), h, region, p));
+	return r;
+}
+
+static int pop_batch(enum vc_rseq_index ix, struct vc_rseq_stack *h, void **region, void **out,
+		     uint32_t n, uint32_t *popped)
+{
+	int r;
+	RUN(vc_rseq_pop_batch(ix, rs, index_for(ix), h, region, out, n, popped));
+	return r;
+}
+
+static int push_batch(enum vc_rseq_index ix, struct vc_rseq_stack *h, void **region,
+		      void *const *in, uint32_t n, uint32_t *pushed)
+{
+	int r;
+	RUN(vc_rseq_push_batch(ix, rs, index_for(ix), h, region, in, n, pushed));
+	return r;
+}
+
+static int cmpeq_store(enum vc_rseq_index ix, uint64_t *w, uint64_t expect, uint64_t newv)
+{
+	int r;
+	RUN(vc_rseq_cmpeq_store(ix, rs, index_for(ix), w, expect, newv));
+	return r;
+}
+
+static int addv(enum vc_rseq_index ix, intptr_t *v, intptr_t count)
+{
+	int r;
+	RUN(vc_rseq_addv(ix, rs, index_for(ix), v, count));
+	return r;
+}
+
+struct fixture {
+	struct vc_rseq_stack h;
+	void *region[SLOTS];
+};
+
+static void reset(struct fixture *f, unsigned current, unsigned begin, unsigned end)
+{
+	f->h = (struct vc_rseq_stack){
+	    .current = (uint16_t)current, .begin = (uint16_t)begin, .end = (uint16_t)end};
+	for (int k = 0; k < SLOTS; k++)
+		f->region[k] = GUARD(k);
+}
+
+/* The header is {current, begin, end} and the slots are: [begin, current) holding
+ * want[0..], everything else outside [begin, end) a guard (slots in [current, end)
+ * may hold leftovers and are not checked). */
+static void expect_stack(const char *what, const struct fixture *f, unsigned current,
+			 unsigned begin, unsigned end, void *const *want)
+{
+	CHECK(f->h.current == current && f->h.begin == begin && f->h.end == end &&
+		  f->h.reserved == 0,
+	      "%s: header {%u, %u, %u, %u}, expected {%u, %u, %u}", what, f->h.current, f->h.begin,
+	      f->h.end, f->h.reserved, current, begin, end);
+	for (unsigned k = 0; k < SLOTS; k++) {
+		if (k >= begin && k < current)
+			CHECK(f->region[k] == want[k - begin], "%s: slot %u holds %p, expected %p",
+			      what, k, f->region[k], want[k - begin]);
+		else if (k < begin || k >= end)
+			CHECK(f->region[k] == GUARD(k), "%s: guard slot %u overwritten", what, k);
+	}
+}
+
+static void stack_semantics(enum vc_rseq_index ix, const char *name)
+{
+	struct fixture f;
+	void *out[8], *one = UNTOUCHED;
+	uint32_t n = 0;
+	char what[80];
+#define WHAT(s) (snprintf(what, sizeof what, "%s: %s", name, s), what)
+
+	reset(&f, BEGIN, BEGIN, END);
+	CHECK(pop(ix, &f.h, f.region, &one) == 1 && one == UNTOUCHED, "%s",
+	      WHAT("pop on empty must fail with 1 and not write"));
+	expect_stack(WHAT("after pop on empty"), &f, BEGIN, BEGIN, END, NULL);
+
+	void *abcd[] = {OBJ(1), OBJ(2), OBJ(3), OBJ(4)};
+	for (int k = 0; k < 4; k++)
+		CHECK(push(ix, &f.h, f.region, abcd[k]) == 0, "%s", WHAT("push with room"));
+	expect_stack(WHAT("after 4 pushes"), &f, END, BEGIN, END, abcd);
+	CHECK(push(ix, &f.h, f.region, OBJ(5)) == 1, "%s", WHAT("push on full must fail with 1"));
+	expect_stack(WHAT("after push on full"), &f, END, BEGIN, END, abcd);
+
+	CHECK(pop(ix, &f.h, f.region, &one) == 0 && one == OBJ(4), "%s",
+	      WHAT("pop must return the top"));
+	expect_stack(WHAT("after pop"), &f, END - 1, BEGIN, END, abcd);
+
+	memset(out, 0, sizeof out);
+	CHECK(pop_batch(ix, &f.h, f.region, out, 8, &n) == 0 && n == 3 && out[0] == OBJ(3) &&
+		  out[1] == OBJ(2) && out[2] == OBJ(1) && out[3] == NULL,
+	      "%s (n %u: %p %p %p %p)", WHAT("pop_batch of 8 from 3 must give 3, top first"), n,
+	      out[0], out[1], out[2], out[3]);
+	expect_stack(WHAT("after pop_batch"), &f, BEGIN, BEGIN, END, NULL);
+	n = 77;
+	out[0] = UNTOUCHED;
+	CHECK(pop_batch(ix, &f.h, f.region, out, 8, &n) == 1 && n == 77 && out[0] == UNTOUCHED,
+	      "%s", WHAT("pop_batch on empty must fail with 1 and not write"));
+
+	void *in[] = {OBJ(11), OBJ(12), OBJ(13), OBJ(14), OBJ(15), OBJ(16)};
+	CHECK(push_batch(ix, &f.h, f.region, in, 6, &n) == 0 && n == 4, "%s (pushed %u)",
+	      WHAT("push_batch of 6 into room 4 must push 4"), n);
+	expect_stack(WHAT("after push_batch"), &f, END, BEGIN, END, in);
+	n = 77;
+	CHECK(push_batch(ix, &f.h, f.region, in, 2, &n) == 1 && n == 77, "%s",
+	      WHAT("push_batch on full must fail with 1 and not write"));
+	expect_stack(WHAT("after push_batch on full"), &f, END, BEGIN, END, in);
+
+	reset(&f, BEGIN + 2, BEGIN, END);
+	f.region[BEGIN] = OBJ(21);
+	f.region[BEGIN + 1] = OBJ(22);
+	void *two[] = {OBJ(21), OBJ(22)};
+	CHECK(pop_batch(ix, &f.h, f.region, out, 0, &n) == 1 &&
+		  push_batch(ix, &f.h, f.region, in, 0, &n) == 1,
+	      "%s", WHAT("batches of 0 must fail with 1"));
+	expect_stack(WHAT("after batches of 0"), &f, BEGIN + 2, BEGIN, END, two);
+	CHECK(push_batch(ix, &f.h, f.region, in, 1, &n) == 0 && n == 1 &&
+		  f.region[BEGIN + 2] == OBJ(11),
+	      "%s", WHAT("push_batch of 1"));
+	CHECK(pop_batch(ix, &f.h, f.region, out, 2, &n) == 0 && n == 2 && out[0] == OBJ(11) &&
+		  out[1] == OBJ(22),
+	      "%s", WHAT("pop_batch of 2 from 3"));
+	expect_stack(WHAT("after the batches of 1 and 2"), &f, BEGIN + 1, BEGIN, END, two);
+
+	/* Stopped headers. */
+	static const unsigned currents[] = {0, 1, BEGIN, 5, 0xfffe, 0xffff};
+	for (int z = 0; z < 1 + (int)(sizeof currents / sizeof currents[0]); z++) {
+		bool zero = z == 0;
+		unsigned cur = zero ? 0 : currents[z - 1];
+		struct vc_rseq_stack stop = {.current = (uint16_t)cur, .begin = zero ? 0 : 0xffff};
+		for (int k = 0; k < SLOTS; k++)
+			f.region[k] = GUARD(k);
+		f.h = stop;
+		one = UNTOUCHED;
+		out[0] = UNTOUCHED;
+		n = 77;
+		int r1 = pop(ix, &f.h, f.region, &one);
+		int r2 = push(ix, &f.h, f.region, OBJ(31));
+		int r3 = pop_batch(ix, &f.h, f.region, out, 4, &n);
+		int r4 = push_batch(ix, &f.h, f.region, in, 4, &n);
+		bool slots_intact = true;
+		for (int k = 0; k < SLOTS; k++)
+			slots_intact &= f.region[k] == GUARD(k);
+		CHECK(r1 == 1 && r2 == 1 && r3 == 1 && r4 == 1 && one == UNTOUCHED &&
+			  out[0] == UNTOUCHED && n == 77 && slots_intact &&
+			  memcmp(&f.h, &stop, sizeof stop) == 0,
+		      "%s: %s stopped header (current %u): pop %d push %d pop_batch %d "
+		      "push_batch %d, must all be 1 and write nothing",
+		      name, zero ? "all-zero" : "stop-word", cur, r1, r2, r3, r4);
+	}
+
+	/* Plain words. */
+	uint64_t w = 5;
+	CHECK(cmpeq_store(ix, &w, 5, 0x123456789abcdefULL) == 0 && w == 0x123456789abcdefULL, "%s",
+	      WHAT("cmpeq_store on an equal word must store"));
+	CHECK(cmpeq_store(ix, &w, 5, 9) == 1 && w == 0x123456789abcdefULL, "%s",
+	      WHAT("cmpeq_store on a different word must fail with 1"));
+	intptr_t v = 40;
+	CHECK(addv(ix, &v, 5) == 0 && addv(ix, &v, -3) == 0 && v == 42, "%s (v %ld)",
+	      WHAT("addv 40 + 5 - 3"), (long)v);
+#undef WHAT
+}
+
+/* Every operation with an index that is not the thread's: -1, nothing written. */
+static void foreign_index_semantics(enum vc_rseq_index ix, const char *name)
+{
+	struct fixture f;
+	reset(&f, BEGIN + 1, BEGIN, END);
+	f.region[BEGIN] = OBJ(41);
+	void *one = UNTOUCHED, *out[4] = {UNTOUCHED};
+	void *in[2] = {OBJ(42), OBJ(43)};
+	uint32_t n = 77;
+	uint64_t w = 7;
+	intptr_t v = 7;
+	long before = minus_ones;
+	foreign = true;
+	int r[6];
+	r[0] = pop(ix, &f.h, f.region, &one);
+	r[1] = push(ix, &f.h, f.region, OBJ(44));
+	r[2] = pop_batch(ix, &f.h, f.region, out, 2, &n);
+	r[3] = push_batch(ix, &f.h, f.region, in, 2, &n);
+	r[4] = cmpeq_store(ix, &w, 7, 8);
+	r[5] = addv(ix, &v, 1);
+	foreign = false;
+	void *want[] = {OBJ(41)};
+	CHECK(r[0] == -1 && r[1] == -1 && r[2] == -1 && r[3] == -1 && r[4] == -1 && r[5] == -1,
+	      "%s with index %u: returns %d %d %d %d %d %d, expected -1 everywhere", name,
+	      foreign_index, r[0], r[1], r[2], r[3], r[4], r[5]);
+	CHECK(one == UNTOUCHED && out[0] == UNTOUCHED && n == 77 && w == 7 && v == 7,
+	      "%s: a section with a foreign index wrote its outputs", name);
+	expect_stack("foreign index", &f, BEGIN + 1, BEGIN, END, want);
+	CHECK(f.region[BEGIN + 1] == GUARD(BEGIN + 1),
+	      "%s: a section with a foreign index wrote a slot", name);
+	CHECK(minus_ones - before == 6, "%s: %ld aborts counted for 6 foreign calls", name,
+	      minus_ones - before);
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	harness_watchdog(40);
+	const struct vc_rseq_info *info = vc_rseq_init();
+	if (!info->has_cpu_id || !info->has_mm_cid)
+		FATAL("needs rseq with mm_cid (owner %d, feature size %u)", info->owner,
+		      info->kernel_feature_size);
+	rs = vc_rseq_area();
+	if (!rs)
+		FATAL("no rseq area");
+	struct cpu_list allowed;
+	cpu_list_allowed(&allowed);
+	pin_self(allowed.cpu[0]);
+	foreign_index = info->possible_cpus + 7;
+#if INJECT_BUILD
+	vc_rseq_inject_delay = 500; /* no yield: it would abort on a busy CPU every time */
+#endif
+	for (int round = 0; round < 100; round++) {
+		stack_semantics(VC_RSEQ_INDEX_CPU_ID, "cpu_id");
+		stack_semantics(VC_RSEQ_INDEX_MM_CID, "mm_cid");
+		foreign_index_semantics(VC_RSEQ_INDEX_CPU_ID, "cpu_id");
+		foreign_index_semantics(VC_RSEQ_INDEX_MM_CID, "mm_cid");
+		if (harness_failures)
+			break;
+	}
+	printf("%s build, owner %s, pinned to cpu %d (mm_cid %d): 100 rounds of every "
+	       "operation on both indexes; %ld -1 returns (%ld from preemption, retried)\n",
+	       INJECT_BUILD ? "injection" : "plain",
+	       info->owner == VC_RSEQ_OWNER_GLIBC ? "glibc" : "self", allowed.cpu[0],
+	       vc_rseq_current_mm_cid(), minus_ones, retries);
+#if INJECT_BUILD
+	vc_rseq_inject_delay = 0;
+	printf("vc_rseq_inject_aborts: %ld\n", (long)vc_rseq_inject_aborts);
+	CHECK(vc_rseq_inject_aborts == minus_ones,
+	      "abort handlers entered %ld times but callers saw %ld aborts",
+	      (long)vc_rseq_inject_aborts, minus_ones);
+#endif
+	return harness_exit();
+}

@@ -1,0 +1,248 @@
+/* tests/rseq/stack_set.c - see stack_set.h. */
+#include "stack_set.h"
+
+#include "harness.h"
+#include "index_window.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Guard value of slot k: never an object (objects are small integers). */
+#define GUARD(k) ((void *)(uintptr_t)(0x6a7d0000u + (unsigned)(k)))
+
+void stack_set_init(struct stack_set *s, enum vc_rseq_index ix, unsigned possible_cpus,
+		    unsigned end)
+{
+	if (end <= STACK_BEGIN || end > STACK_END_MAX)
+		FATAL("bad stack end %u", end);
+	s->ix = ix;
+	s->name = ix == VC_RSEQ_INDEX_MM_CID ? "mm_cid" : "cpu_id";
+	s->count = possible_cpus;
+	s->at = aligned_alloc(64, possible_cpus * sizeof *s->at);
+	if (!s->at)
+		FATAL("out of memory");
+	for (unsigned i = 0; i < possible_cpus; i++) {
+		struct per_index *st = &s->at[i];
+		memset(st, 0, sizeof *st);
+		st->hdr = (struct vc_rseq_stack){
+		    .current = STACK_BEGIN, .begin = STACK_BEGIN, .end = (uint16_t)end};
+		for (int k = 0; k < STACK_REGION_SLOTS; k++)
+			st->region[k] = GUARD(k);
+	}
+}
+
+void stack_set_free(struct stack_set *s)
+{
+	free(s->at);
+	s->at = NULL;
+}
+
+static struct vc_rseq_abi *area(void)
+{
+	struct vc_rseq_abi *rs = vc_rseq_area();
+	if (!rs)
+		FATAL("thread without an rseq area");
+	return rs;
+}
+
+/* The stack of the calling thread's current index in s, and that index. */
+static struct per_index *current_stack(const struct stack_set *s, struct vc_rseq_abi *rs,
+				       uint32_t *idx)
+{
+	uint32_t i = vc_rseq_read_index(rs, s->ix);
+	if (i >= s->count)
+		FATAL("%s %u not below possible cpus %u", s->name, i, s->count);
+	*idx = i;
+	index_window_delay();
+	return &s->at[i];
+}
+
+int stack_push_one(const struct stack_set *s, void *p, struct stack_counts *c)
+{
+	struct vc_rseq_abi *rs = area();
+	for (;;) {
+		uint32_t i;
+		struct per_index *st = current_stack(s, rs, &i);
+		int r = vc_rseq_push(s->ix, rs, i, &st->hdr, st->region, p);
+		if (r >= 0) {
+			c->push_ops++;
+			c->objects_pushed += r == 0;
+			c->full += r == 1;
+			return r;
+		}
+		c->aborts++;
+	}
+}
+
+int stack_pop_one(const struct stack_set *s, void **out, struct stack_counts *c)
+{
+	struct vc_rseq_abi *rs = area();
+	for (;;) {
+		uint32_t i;
+		struct per_index *st = current_stack(s, rs, &i);
+		int r = vc_rseq_pop(s->ix, rs, i, &st->hdr, st->region, out);
+		if (r >= 0) {
+			c->pop_ops++;
+			c->objects_popped += r == 0;
+			c->empty += r == 1;
+			return r;
+		}
+		c->aborts++;
+	}
+}
+
+uint32_t stack_push_batch(const struct stack_set *s, void *const *in, uint32_t n,
+			  struct stack_counts *c)
+{
+	struct vc_rseq_abi *rs = area();
+	for (;;) {
+		uint32_t i, pushed = 0;
+		struct per_index *st = current_stack(s, rs, &i);
+		int r = vc_rseq_push_batch(s->ix, rs, i, &st->hdr, st->region, in, n, &pushed);
+		if (r >= 0) {
+			c->push_batch_ops++;
+			if (r == 1) {
+				c->full++;
+				return 0;
+			}
+			if (pushed < 1 || pushed > n)
+				FATAL("push_batch of %u reported %u pushed", n, pushed);
+			c->objects_pushed += pushed;
+			return pushed;
+		}
+		c->aborts++;
+	}
+}
+
+uint32_t stack_pop_batch(const struct stack_set *s, void **out, uint32_t n, struct stack_counts *c)
+{
+	struct vc_rseq_abi *rs = area();
+	for (;;) {
+		uint32_t i, popped = 0;
+		struct per_index *st = current_stack(s, rs, &i);
+		int r = vc_rseq_pop_batch(s->ix, rs, i, &st->hdr, st->region, out, n, &popped);
+		if (r >= 0) {
+			c->pop_batch_ops++;
+			if (r == 1) {
+				c->empty++;
+				return 0;
+			}
+			if (popped < 1 || popped > n)
+				FATAL("pop_batch of %u reported %u popped", n, popped);
+			c->objects_popped += popped;
+			return popped;
+		}
+		c->aborts++;
+	}
+}
+
+/* The header is read before the critical section starts; the section's compare of
+ * the whole word rejects it if anything changed since (a stale read is a compare
+ * failure, counted in resize_stale). */
+void stack_resize(const struct stack_set *s, uint64_t *rng, struct stack_counts *c)
+{
+	struct vc_rseq_abi *rs = area();
+	for (;;) {
+		uint32_t i;
+		struct per_index *st = current_stack(s, rs, &i);
+		uint64_t old = stack_header_load(&st->hdr);
+		struct vc_rseq_stack h = stack_header_unpack(old);
+		unsigned lo = h.current > STACK_BEGIN + 1 ? h.current : STACK_BEGIN + 1;
+		if (h.begin != STACK_BEGIN || lo > STACK_END_MAX)
+			FATAL("%s stack %u has a corrupt header {%u, %u, %u}", s->name, i,
+			      h.current, h.begin, h.end);
+		h.end = (uint16_t)(lo + rng_next(rng) % (STACK_END_MAX - lo + 1));
+		int r = vc_rseq_cmpeq_store(s->ix, rs, i, stack_header_word(&st->hdr), old,
+					    stack_header_pack(h));
+		if (r >= 0) {
+			c->resizes += r == 0;
+			c->resize_stale += r == 1;
+			return;
+		}
+		c->aborts++;
+	}
+}
+
+void stack_counts_add(struct stack_counts *sum, const struct stack_counts *c)
+{
+	sum->push_ops += c->push_ops;
+	sum->pop_ops += c->pop_ops;
+	sum->push_batch_ops += c->push_batch_ops;
+	sum->pop_batch_ops += c->pop_batch_ops;
+	sum->objects_pushed += c->objects_pushed;
+	sum->objects_popped += c->objects_popped;
+	sum->full += c->full;
+	sum->empty += c->empty;
+	sum->resizes += c->resizes;
+	sum->resize_stale += c->resize_stale;
+	sum->aborts += c->aborts;
+}
+
+uint64_t stack_header_load(const struct vc_rseq_stack *h)
+{
+	return __atomic_load_n((const uint64_t *)(const void *)h, __ATOMIC_ACQUIRE);
+}
+
+uint64_t stack_header_pack(struct vc_rseq_stack h)
+{
+	uint64_t w;
+	memcpy(&w, &h, sizeof w);
+	return w;
+}
+
+struct vc_rseq_stack stack_header_unpack(uint64_t w)
+{
+	struct vc_rseq_stack h;
+	memcpy(&h, &w, sizeof h);
+	return h;
+}
+
+void object_seen(unsigned *seen, long m, void *p, const char *where)
+{
+	uintptr_t v = (uintptr_t)p;
+	if (v < 1 || v > (uintptr_t)m) {
+		CHECK(0, "%s holds %#lx, not an object", where, (unsigned long)v);
+		return;
+	}
+	seen[v]++;
+}
+
+long stack_set_audit(const struct stack_set *s, unsigned *seen, long m)
+{
+	long live = 0;
+	for (unsigned i = 0; i < s->count; i++) {
+		const struct per_index *st = &s->at[i];
+		struct vc_rseq_stack h = stack_header_unpack(stack_header_load(&st->hdr));
+		char where[48];
+		snprintf(where, sizeof where, "%s stack %u", s->name, i);
+		bool sane = h.begin == STACK_BEGIN && h.begin <= h.current && h.current <= h.end &&
+			    h.end <= STACK_END_MAX && h.reserved == 0;
+		CHECK(sane, "%s: header {current %u, begin %u, end %u, reserved %u}", where,
+		      h.current, h.begin, h.end, h.reserved);
+		for (int k = 0; k < STACK_REGION_SLOTS; k++)
+			if (k < STACK_BEGIN || k >= STACK_END_MAX)
+				CHECK(st->region[k] == GUARD(k), "%s: guard slot %d overwritten",
+				      where, k);
+		if (h.current < STACK_BEGIN || h.current > STACK_END_MAX)
+			continue;
+		for (unsigned k = STACK_BEGIN; k < h.current; k++)
+			object_seen(seen, m, st->region[k], where);
+		live += h.current - STACK_BEGIN;
+	}
+	return live;
+}
+
+long objects_audit(const unsigned *seen, long m, long *missing, long *duplicated)
+{
+	*missing = *duplicated = 0;
+	for (long v = 1; v <= m; v++) {
+		if (seen[v] == 1)
+			continue;
+		*missing += seen[v] == 0;
+		*duplicated += seen[v] > 1;
+		if (*missing + *duplicated <= 10)
+			CHECK(0, "object %ld found %u times", v, seen[v]);
+	}
+	return *missing + *duplicated;
+}
