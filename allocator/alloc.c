@@ -22,9 +22,22 @@ static inline void *finish_small(void *p)
 	return p;
 }
 
+/* Out of memory (the OS refused a mapping): give back everything vcmalloc holds
+ * free (vCPU caches, central lists, free pages, whole segments) so that the retry
+ * can map again, e.g. under RLIMIT_AS. */
+static VC_NOINLINE void recover_from_oom(void)
+{
+	vc_cache_reclaim(true);
+	vcmalloc_release_free_memory();
+}
+
 static VC_NOINLINE void *malloc_small_slow(unsigned c)
 {
 	void *p = vc_cache_alloc_slow(c);
+	if (!p) {
+		recover_from_oom();
+		p = vc_cache_alloc_slow(c);
+	}
 	if (!p) {
 		errno = ENOMEM;
 		return NULL;
@@ -43,12 +56,27 @@ static void *malloc_large(size_t n)
 	}
 	struct vc_span *sp = vc_pageheap_alloc(node, pages, VC_SPAN_LARGE);
 	if (!sp) {
+		recover_from_oom();
+		sp = vc_pageheap_alloc(node, pages, VC_SPAN_LARGE);
+	}
+	if (!sp) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	sp->large_size = pages << VC_PAGE_SHIFT;
 	__atomic_fetch_add(&vc_stat_large_bytes, sp->large_size, __ATOMIC_RELAXED);
 	return vc_span_start(sp);
+}
+
+static VC_NOINLINE void *huge_alloc(size_t n, size_t align)
+{
+	vc_ensure_init();
+	void *p = vc_huge_alloc(n, align);
+	if (!p) {
+		recover_from_oom();
+		p = vc_huge_alloc(n, align);
+	}
+	return p; /* errno is ENOMEM when NULL */
 }
 
 void *vc_malloc(size_t n)
@@ -66,8 +94,7 @@ void *vc_malloc(size_t n)
 	}
 	if (n <= VC_LARGE_MAX)
 		return malloc_large(n);
-	vc_ensure_init();
-	return vc_huge_alloc(n, VC_PAGE_SIZE);
+	return huge_alloc(n, VC_PAGE_SIZE);
 }
 
 /* What p is, checked. Sets *span for small and large objects, *huge for huge. */
@@ -190,14 +217,16 @@ void vc_free(void *p)
 	free_checked(p, "free");
 }
 
-static size_t usable_of(const void *p, const char *func)
+/* Usable size of p; a small object that is already free is reported as
+ * `freed_what` (what using a freed pointer means for the caller). */
+static size_t usable_of(const void *p, const char *func, const char *freed_what)
 {
 	struct vc_span *sp = NULL;
 	struct vc_huge_header *h = NULL;
 	switch (classify(p, func, &sp, &h)) {
 	case VC_KIND_SMALL:
 		if (((const uint64_t *)p)[1] == vc_tag(p, sp))
-			vc_report("use of a freed pointer", func, p);
+			vc_report(freed_what, func, p);
 		return vc_classes[sp->sizeclass].size;
 	case VC_KIND_LARGE:
 		return sp->large_size;
@@ -211,7 +240,7 @@ size_t vc_usable_size(const void *p)
 {
 	if (!p || vc_g.registry == NULL)
 		return 0;
-	return usable_of(p, "malloc_usable_size");
+	return usable_of(p, "malloc_usable_size", "use of a freed pointer");
 }
 
 void vc_free_sized(void *p, size_t n, size_t align)
@@ -220,7 +249,7 @@ void vc_free_sized(void *p, size_t n, size_t align)
 		return;
 	if (VC_UNLIKELY(vc_g.registry == NULL))
 		vc_report("invalid pointer (freed before any allocation)", "free_sized", p);
-	size_t usable = usable_of(p, "free_sized");
+	size_t usable = usable_of(p, "free_sized", "double free");
 	if (VC_UNLIKELY(n > usable))
 		vc_report("size mismatch (size larger than the block)", "free_sized", p);
 	(void)align;
@@ -260,8 +289,7 @@ void *vc_memalign(size_t align, size_t n)
 	}
 	if (align <= VC_PAGE_SIZE && n <= VC_LARGE_MAX)
 		return malloc_large(n < VC_SMALL_MAX + 1 ? VC_SMALL_MAX + 1 : n);
-	vc_ensure_init();
-	return vc_huge_alloc(n, align);
+	return huge_alloc(n, align);
 }
 
 void *vc_realloc(void *p, size_t n)
@@ -275,7 +303,7 @@ void *vc_realloc(void *p, size_t n)
 	if (VC_UNLIKELY(vc_g.registry == NULL))
 		vc_report("invalid pointer (realloc before any allocation)", "realloc", p);
 	if (n > PTRDIFF_MAX) {
-		usable_of(p, "realloc"); /* still report misuse */
+		usable_of(p, "realloc", "realloc of a freed pointer (double free)");
 		errno = ENOMEM;
 		return NULL;
 	}

@@ -15,8 +15,8 @@ void *vc_os_map_aligned(size_t size, size_t align);
 void vc_os_unmap(void *p, size_t size);
 /* Give pages back to the OS; they read as zero when touched again. */
 void vc_os_release(void *p, size_t size);
-/* Move a mapping (mremap MAYMOVE); NULL on failure. */
-void *vc_os_remap(void *old, size_t old_size, size_t new_size);
+/* Grow or shrink a mapping where it is (mremap without MAYMOVE). */
+bool vc_os_resize_in_place(void *p, size_t old_size, size_t new_size);
 /* Bind [p, p+size) to a NUMA node (mbind MPOL_PREFERRED); false if unsupported. */
 bool vc_os_bind_node(void *p, size_t size, unsigned node);
 

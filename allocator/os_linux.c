@@ -61,12 +61,12 @@ void vc_os_release(void *p, size_t size)
 	errno = saved;
 }
 
-void *vc_os_remap(void *old, size_t old_size, size_t new_size)
+bool vc_os_resize_in_place(void *p, size_t old_size, size_t new_size)
 {
 	int saved = errno;
-	void *p = mremap(old, old_size, new_size, MREMAP_MAYMOVE);
+	void *r = mremap(p, old_size, new_size, 0);
 	errno = saved;
-	return p == MAP_FAILED ? NULL : p;
+	return r == p;
 }
 
 bool vc_os_bind_node(void *p, size_t size, unsigned node)

@@ -13,7 +13,6 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <string.h>
 
 vc_lock_t vc_os_lock = VC_LOCK_INIT;
 uint64_t vc_huge_mapped_bytes;
@@ -145,43 +144,26 @@ void *vc_huge_realloc(struct vc_huge_header *h, size_t size)
 		return NULL;
 	if (map <= h->map_size && map * 2 > h->map_size)
 		return obj; /* shrinking by less than half: keep it */
-	/* mremap may move the mapping off a unit boundary; then several huge objects
-	 * could start in one unit, so only move when the new place keeps the rule. */
+	/* Resize in place only: a moved mapping would leave its unit boundary. The
+	 * caller copies into a new block when this fails. */
 	vc_lock(&vc_os_lock);
-	void *old_base = h->map_base;
+	void *base = h->map_base;
 	size_t old_map = h->map_size;
-	char *nb = vc_os_remap(old_base, old_map, map);
-	if (!nb) {
+	if (!vc_os_resize_in_place(base, old_map, map)) {
 		vc_unlock(&vc_os_lock);
 		return NULL;
 	}
-	if (((uintptr_t)nb & (VC_UNIT_SIZE - 1)) != 0) {
-		/* Moved off a unit: move it back into an aligned mapping of our own. */
-		char *aligned = vc_os_map_aligned(map, VC_UNIT_SIZE);
-		if (!aligned) {
-			char *back = vc_os_remap(nb, map, old_map);
-			(void)back;
-			vc_unlock(&vc_os_lock);
-			return NULL;
-		}
-		memcpy(aligned, nb, old_map < map ? old_map : map);
-		vc_os_unmap(nb, map);
-		nb = aligned;
-	}
-	if (nb != old_base)
-		registry_set(old_base, old_map, VC_UNIT_FOREIGN, VC_UNIT_FOREIGN);
-	else if (map < old_map)
-		registry_set((char *)old_base + map, old_map - map, VC_UNIT_FOREIGN,
-			     VC_UNIT_FOREIGN);
-	char *nobj = nb + offset;
-	struct vc_huge_header *nh = (struct vc_huge_header *)(nobj - VC_PAGE_SIZE);
-	nh->map_base = nb;
-	nh->map_size = map;
-	nh->size = map - offset;
-	nh->magic = vc_g.secret ^ (uintptr_t)nobj;
-	registry_set(nb, map, VC_UNIT_HUGE_BODY, VC_UNIT_HUGE_BODY);
-	registry_set(nobj, 1, VC_UNIT_HUGE_START, VC_UNIT_HUGE_START);
+	if (map < old_map)
+		registry_set((char *)base + map, old_map - map, VC_UNIT_FOREIGN, VC_UNIT_FOREIGN);
+	else
+		registry_set((char *)base + old_map, map - old_map, VC_UNIT_HUGE_BODY,
+			     VC_UNIT_HUGE_BODY);
+	/* The units that held the old end or now hold the new one stay ours. */
+	registry_set(base, map, VC_UNIT_HUGE_BODY, VC_UNIT_HUGE_BODY);
+	registry_set(obj, 1, VC_UNIT_HUGE_START, VC_UNIT_HUGE_START);
+	h->map_size = map;
+	h->size = map - offset;
 	vc_huge_mapped_bytes += map - old_map;
 	vc_unlock(&vc_os_lock);
-	return nobj;
+	return obj;
 }

@@ -314,10 +314,12 @@ static void *fallback_alloc(unsigned c)
 	populate_locked(idx, current_node());
 	uint64_t h = *hw;
 	void *p;
+	bool missed = false;
 	if (h_current(h) > h_begin(h)) {
 		p = slots[h_current(h) - 1];
 		*hw = h - 1;
 	} else {
+		missed = true;
 		count_slow_event(v, c);
 		const struct vc_class_info *ci = &vc_classes[c];
 		h = fallback_grow(v, c, h);
@@ -339,6 +341,8 @@ static void *fallback_alloc(unsigned c)
 	}
 	vc_unlock(&v->lock);
 	__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
+	if (missed)
+		vc_cache_maybe_reclaim();
 	return p;
 }
 
@@ -357,7 +361,8 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 		return;
 	}
 	uint64_t h = *hw;
-	if (h_current(h) >= h_end(h)) {
+	bool missed = h_current(h) >= h_end(h);
+	if (missed) {
 		count_slow_event(v, c);
 		const struct vc_class_info *ci = &vc_classes[c];
 		uint64_t grown = fallback_grow(v, c, h);
@@ -385,6 +390,8 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 	if (p)
 		vc_central_insert(c, &p, 1);
 	__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
+	if (missed)
+		vc_cache_maybe_reclaim();
 }
 
 /* ---- rseq modes ---- */
