@@ -1,0 +1,162 @@
+/* tests/api/vctest.c - helpers shared by the test programs (see vctest.h). */
+#include "vctest.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+
+void vct_fail(const char *file, int line, const char *expr, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "FAIL %s:%d: %s: ", file, line, expr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(NULL);
+	_exit(1);
+}
+
+static struct vct_vcmalloc vcmalloc_entry_points;
+static bool vcmalloc_looked_up;
+
+const struct vct_vcmalloc *vct_vcmalloc(void)
+{
+	if (!vcmalloc_looked_up) {
+		/* dlsym returns object pointers; the conversion to function pointers is
+		 * what POSIX requires dlsym users to do. */
+		*(void **)&vcmalloc_entry_points.stats = dlsym(RTLD_DEFAULT, "vcmalloc_stats");
+		*(void **)&vcmalloc_entry_points.stats_json =
+		    dlsym(RTLD_DEFAULT, "vcmalloc_stats_json");
+		*(void **)&vcmalloc_entry_points.reclaim = dlsym(RTLD_DEFAULT, "vcmalloc_reclaim");
+		*(void **)&vcmalloc_entry_points.release_free_memory =
+		    dlsym(RTLD_DEFAULT, "vcmalloc_release_free_memory");
+		vcmalloc_looked_up = true;
+	}
+	return vcmalloc_entry_points.stats ? &vcmalloc_entry_points : NULL;
+}
+
+bool vct_under_vcmalloc(void)
+{
+	return vct_vcmalloc() != NULL;
+}
+
+void vct_stats(struct vcmalloc_stats *out)
+{
+	const struct vct_vcmalloc *vc = vct_vcmalloc();
+	VCT_CHECK(vc != NULL, "vcmalloc_stats not found: vcmalloc is not loaded");
+	memset(out, 0, sizeof(*out));
+	VCT_CHECK(vc->stats(out) == 0, "vcmalloc_stats failed");
+}
+
+/* Prove that malloc, free and the statistics all belong to vcmalloc: the object that
+ * defines malloc is libvcmalloc, and a 1 MiB block shows up in allocated_bytes. */
+static void check_malloc_is_vcmalloc(void)
+{
+	const struct vct_vcmalloc *vc = vct_vcmalloc();
+	VCT_CHECK(vc != NULL, "VCTEST_EXPECT_VCMALLOC=1 but vcmalloc_stats is not loaded");
+
+	Dl_info info;
+	void *(*volatile malloc_address)(size_t) = malloc;
+	VCT_CHECK(dladdr(*(void **)&malloc_address, &info) != 0, "dladdr(malloc) failed");
+	VCT_CHECK(info.dli_fname && strstr(info.dli_fname, "vcmalloc"),
+		  "malloc is defined by %s, not by libvcmalloc",
+		  info.dli_fname ? info.dli_fname : "(unknown)");
+
+	struct vcmalloc_stats before, during, after;
+	const size_t n = (1u << 20) + 123;
+	vct_stats(&before);
+	char *p = malloc(n);
+	VCT_CHECK(p != NULL, "malloc(%zu) failed", n);
+	memset(p, 1, n);
+	vct_stats(&during);
+	free(vct_launder(p));
+	vct_stats(&after);
+	VCT_CHECK(during.allocated_bytes >= before.allocated_bytes + n,
+		  "allocated_bytes did not grow by a 1 MiB malloc: %llu -> %llu",
+		  (unsigned long long)before.allocated_bytes,
+		  (unsigned long long)during.allocated_bytes);
+	VCT_CHECK(after.allocated_bytes + n <= during.allocated_bytes,
+		  "allocated_bytes did not shrink after free: %llu -> %llu",
+		  (unsigned long long)during.allocated_bytes,
+		  (unsigned long long)after.allocated_bytes);
+}
+
+void vct_start(const char *name, unsigned seconds)
+{
+	alarm(seconds); /* SIGALRM's default action ends the process: a hang fails */
+	const char *expect = getenv("VCTEST_EXPECT_VCMALLOC");
+	if (expect && strcmp(expect, "1") == 0)
+		check_malloc_is_vcmalloc();
+	fprintf(stderr, "%s: running with %s\n", name,
+		vct_under_vcmalloc() ? "vcmalloc" : "the C library's malloc");
+}
+
+static inline uint8_t pattern_byte(uint64_t seed, size_t i)
+{
+	uint64_t x = seed ^ ((uint64_t)i * 0x9e3779b97f4a7c15ull);
+	return (uint8_t)(x ^ (x >> 29) ^ (x >> 47));
+}
+
+void vct_fill(void *p, size_t n, uint64_t seed)
+{
+	uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		b[i] = pattern_byte(seed, i);
+}
+
+size_t vct_verify(const void *p, size_t n, uint64_t seed)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != pattern_byte(seed, i))
+			return i;
+	return (size_t)-1;
+}
+
+size_t vct_random_size(uint64_t *state, size_t max_large)
+{
+	uint64_t r = vct_rand(state);
+	unsigned bucket = (unsigned)(r % 100);
+	r >>= 8;
+	if (bucket < 60)
+		return (size_t)(r % 257); /* tiny classes, 0 included */
+	if (bucket < 85)
+		return 257 + (size_t)(r % 3840); /* up to 4 KiB */
+	if (bucket < 97 || max_large == 0)
+		return 4097 + (size_t)(r % 61440); /* up to 64 KiB */
+	return 65537 + (size_t)(r % (max_large > 65537 ? max_large - 65536 : 1));
+}
+
+long vct_proc_status_kib(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return -1;
+	char line[256];
+	size_t len = strlen(field);
+	long value = -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, field, len) == 0 && line[len] == ':') {
+			value = strtol(line + len + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return value;
+}
+
+int vct_env_index_mode(void)
+{
+	const char *m = getenv("VCMALLOC_INDEX");
+	if (!m)
+		return -1;
+	if (strcmp(m, "vcpu") == 0)
+		return VCMALLOC_INDEX_VCPU;
+	if (strcmp(m, "cpu") == 0)
+		return VCMALLOC_INDEX_CPU;
+	if (strcmp(m, "fallback") == 0)
+		return VCMALLOC_INDEX_FALLBACK;
+	return -1;
+}

@@ -1,0 +1,98 @@
+/* tests/api/vctest.h - small helpers shared by the api, stress and misuse tests.
+ *
+ * Every test program is an ordinary executable that uses malloc & co. It runs against
+ * whatever allocator serves malloc: glibc, vcmalloc linked in, or vcmalloc preloaded.
+ * vcmalloc's introspection (vcmalloc_stats and friends) is looked up at run time with
+ * dlsym, so the same binary runs under glibc, where the lookup finds nothing.
+ *
+ * Environment read here:
+ *   VCTEST_EXPECT_VCMALLOC=1  fail unless malloc is really served by vcmalloc
+ *                             (set by meson for every vcmalloc registration, so a
+ *                             preload that silently did not happen cannot pass).
+ */
+#ifndef VCTEST_H
+#define VCTEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "vcmalloc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Report a failed check with its location and end the process with status 1. */
+#define VCT_CHECK(cond, ...)                                                                       \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			vct_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                          \
+	} while (0)
+
+void vct_fail(const char *file, int line, const char *expr, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 4, 5)));
+
+/* Start of every test: arm alarm(seconds) so a hang fails instead of blocking, and
+ * honour VCTEST_EXPECT_VCMALLOC. */
+void vct_start(const char *name, unsigned seconds);
+
+/* The vcmalloc entry points, or NULL when vcmalloc is not loaded in this process. */
+struct vct_vcmalloc {
+	int (*stats)(struct vcmalloc_stats *out);
+	int (*stats_json)(int fd);
+	int (*reclaim)(int force);
+	void (*release_free_memory)(void);
+};
+const struct vct_vcmalloc *vct_vcmalloc(void);
+
+/* True when the process runs with vcmalloc (found by dlsym). */
+bool vct_under_vcmalloc(void);
+
+/* vcmalloc_stats() into *out; the test fails when vcmalloc is absent. */
+void vct_stats(struct vcmalloc_stats *out);
+
+/* Stop the optimiser from reasoning about a pointer or a size (so that deliberate
+ * misuse and impossible sizes reach the allocator as written). */
+static inline void *vct_launder(void *p)
+{
+	__asm__ volatile("" : "+r"(p));
+	return p;
+}
+static inline size_t vct_launder_size(size_t n)
+{
+	__asm__ volatile("" : "+r"(n));
+	return n;
+}
+
+/* Deterministic fill and check of a block: byte i is a function of (seed, i). The
+ * check returns the index of the first wrong byte, or (size_t)-1 when all are right. */
+void vct_fill(void *p, size_t n, uint64_t seed);
+size_t vct_verify(const void *p, size_t n, uint64_t seed);
+
+/* splitmix64: a small, good, per-thread random generator. */
+static inline uint64_t vct_rand(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* A random size spread over every size class: mostly small, some medium, few large.
+ * max_large bounds the rare large sizes (0: never above 64 KiB). */
+size_t vct_random_size(uint64_t *state, size_t max_large);
+
+/* A value in kibibytes from /proc/self/status ("VmRSS", "VmSize"), -1 on error. */
+long vct_proc_status_kib(const char *field);
+
+/* Index mode named by VCMALLOC_INDEX, or -1 when the variable is unset or unknown. */
+int vct_env_index_mode(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
