@@ -280,6 +280,7 @@ void *vc_memalign(size_t align, size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
+	vc_ensure_init(); /* the class search reads the size table */
 	unsigned c = vc_class_for_aligned(n, align);
 	if (c) {
 		void *p = vc_cache_pop(c);

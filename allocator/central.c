@@ -89,6 +89,7 @@ unsigned vc_central_remove(unsigned node, unsigned c, void **out, unsigned n)
 {
 	struct vc_central *ce = &vc_centrals[node][c];
 	vc_lock(&ce->lock);
+	ce->ops++;
 	unsigned got = 0;
 	while (got < n && ce->transfer_count > 0) {
 		out[got++] = ce->transfer[--ce->transfer_count];
@@ -128,11 +129,13 @@ void vc_central_insert(unsigned c, void *const *in, unsigned n)
 		unsigned node = sp0->node;
 		struct vc_central *ce = &vc_centrals[node][c];
 		vc_lock(&ce->lock);
+		ce->ops++;
+		const uint32_t cap = vc_classes[c].transfer_cap;
 		for (; i < n; i++) {
 			struct vc_span *sp = vc_span_of(vc_segment_of(in[i]), in[i]);
 			if (sp->node != node)
 				break;
-			if (ce->transfer_count < VC_TRANSFER_CAP) {
+			if (ce->transfer_count < cap) {
 				ce->transfer[ce->transfer_count++] = in[i];
 				ce->free_objects++;
 			} else {
@@ -143,17 +146,41 @@ void vc_central_insert(unsigned c, void *const *in, unsigned n)
 	}
 }
 
+/* Transfer array back to spans (whose emptied spans go to the page heap). Lock held. */
+static void flush_transfer(struct vc_central *ce)
+{
+	while (ce->transfer_count > 0) {
+		void *p = ce->transfer[--ce->transfer_count];
+		ce->free_objects--;
+		give_to_span(ce, vc_span_of(vc_segment_of(p), p), p);
+	}
+}
+
 void vc_central_flush(void)
 {
 	for (unsigned node = 0; node < vc_g.nnodes; node++) {
 		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
 			struct vc_central *ce = &vc_centrals[node][c];
 			vc_lock(&ce->lock);
-			while (ce->transfer_count > 0) {
-				void *p = ce->transfer[--ce->transfer_count];
-				ce->free_objects--;
-				give_to_span(ce, vc_span_of(vc_segment_of(p), p), p);
-			}
+			flush_transfer(ce);
+			vc_unlock(&ce->lock);
+		}
+	}
+}
+
+/* Called by the reclaim tick: transfer arrays untouched since the previous tick go
+ * back to their spans, so that memory a program stopped using can reach the page
+ * heap and, after the decay, the OS. A busy central (lock held) is left alone. */
+void vc_central_trim_idle(void)
+{
+	for (unsigned node = 0; node < vc_g.nnodes; node++) {
+		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+			struct vc_central *ce = &vc_centrals[node][c];
+			if (!vc_lock_try(&ce->lock))
+				continue;
+			if (ce->transfer_count > 0 && ce->ops == ce->ops_at_scan)
+				flush_transfer(ce);
+			ce->ops_at_scan = ce->ops;
 			vc_unlock(&ce->lock);
 		}
 	}

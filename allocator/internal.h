@@ -63,7 +63,7 @@ void vc_thread_note(void) VC_HIDDEN; /* arms the thread-exit hook once per threa
 
 /* ---- sizeclass.c ---- */
 extern struct vc_class_info vc_classes[VC_NUM_CLASSES] VC_HIDDEN;
-extern uint8_t vc_small_class[(1024 >> 4) + 1] VC_HIDDEN;
+extern const uint8_t vc_small_class[(1024 >> 4) + 1] VC_HIDDEN;
 void vc_sizeclass_init(void) VC_HIDDEN;
 /* Class of a request 0 < n <= VC_SMALL_MAX (n == 0 counts as 1). */
 static inline unsigned vc_class_of(size_t n)
@@ -128,6 +128,7 @@ unsigned vc_central_remove(unsigned node, unsigned c, void **out, unsigned n) VC
 void vc_central_insert(unsigned c, void *const *in, unsigned n) VC_HIDDEN;
 /* Empty the transfer arrays into spans and free wholly free spans. */
 void vc_central_flush(void) VC_HIDDEN;
+void vc_central_trim_idle(void) VC_HIDDEN;
 static inline uint64_t vc_tag(const void *p, const struct vc_span *sp)
 {
 	return (uint64_t)(uintptr_t)p ^ sp->tag_key;

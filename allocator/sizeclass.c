@@ -8,7 +8,16 @@
 #include "internal.h"
 
 struct vc_class_info vc_classes[VC_NUM_CLASSES];
-uint8_t vc_small_class[(1024 >> 4) + 1];
+/* Class of sizes up to 1 KiB, indexed by (size + 15) / 16. Constant data, so that a
+ * malloc reaching vcmalloc before its start-up (another library's constructor, say)
+ * still finds the right class; vc_sizeclass_init checks it against the table. */
+const uint8_t vc_small_class[(1024 >> 4) + 1] = {
+	1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+	16, 17, 17, 18, 18, 19, 19, 20, 20, 21, 21, 22, 22, 23, 23, 24,
+	24, 25, 25, 25, 25, 26, 26, 26, 26, 27, 27, 27, 27, 28, 28, 28,
+	28, 29, 29, 29, 29, 30, 30, 30, 30, 31, 31, 31, 31, 32, 32, 32,
+	32,
+};
 
 /* Span pages: the fewest pages that hold min_objects objects with at most 1/8 of the
  * span left over. */
@@ -42,6 +51,9 @@ void vc_sizeclass_init(void)
 		/* Move about 32 KiB per batch between a vCPU cache and central. */
 		uint32_t batch = (32u << 10) / ci->size;
 		ci->batch = batch < 2 ? 2 : batch > VC_BATCH_MAX ? VC_BATCH_MAX : batch;
+		/* Central transfer array: about 256 KiB of objects, at least one batch. */
+		uint32_t tcap = (256u << 10) / ci->size;
+		ci->transfer_cap = tcap < ci->batch ? ci->batch : tcap > VC_TRANSFER_CAP ? VC_TRANSFER_CAP : tcap;
 		/* Per-vCPU slots: up to 512 objects or 2 MiB, at least 4 objects. */
 		uint32_t max = (2u << 20) / ci->size;
 		ci->max_slots = max > 512 ? 512 : max < 4 ? 4 : max;
@@ -54,7 +66,7 @@ void vc_sizeclass_init(void)
 		unsigned cls = 1;
 		while (vc_classes[cls].size < (n ? n : 1))
 			cls++;
-		vc_small_class[n >> 4] = (uint8_t)cls;
+		VC_ASSERT_ALWAYS(vc_small_class[n >> 4] == cls);
 	}
 }
 

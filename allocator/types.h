@@ -125,14 +125,18 @@ struct vc_class_info {
 	uint32_t batch;        /* objects moved between vCPU cache and central at once */
 	uint32_t max_slots;    /* per-vCPU capacity limit */
 	uint32_t slot_base;    /* first slot of this class in a vCPU region */
+	uint32_t transfer_cap; /* objects a central transfer array may hold */
 	uint64_t div_magic;    /* ceil(2^40 / size): exact offset / size for offsets < 4 MiB */
 };
 
-/* Central free lists of one (node, class). */
+/* Central free lists of one (node, class). The transfer array holds at most the
+ * class's transfer_cap objects (<= VC_TRANSFER_CAP, about 256 KiB of objects). */
 #define VC_TRANSFER_CAP 128
 struct vc_central {
 	vc_lock_t lock;
 	uint32_t transfer_count;
+	uint32_t ops;             /* removes and inserts, to find idle transfer arrays */
+	uint32_t ops_at_scan;     /* ops at the previous idle scan */
 	struct vc_span *nonempty; /* SMALL spans with free or uncarved objects */
 	uint64_t free_objects;    /* on span free lists + uncarved + in transfer */
 	uint64_t span_out;        /* objects taken out of spans (incl. in transfer) */
@@ -156,6 +160,7 @@ struct vc_vcpu {
 	vc_lock_t lock;             /* populate, drain, resize by others, fallback ops */
 	uint8_t populated;          /* headers valid (lock held to change) */
 	uint8_t node;               /* node its cached objects came from */
+	uint8_t steal_cursor;       /* next class adapt_capacity looks at for a victim */
 	uint32_t slow_events;       /* misses and overflows, relaxed atomic */
 	uint32_t seen_events;       /* slow_events at the previous reclaim scan */
 	uint32_t idle_scans;        /* consecutive scans without activity */

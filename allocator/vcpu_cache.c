@@ -196,9 +196,21 @@ static bool resize(struct vc_rseq_abi *rs, uint32_t idx, unsigned c, unsigned ca
 	return false;
 }
 
-/* On a miss of class c: grow its capacity by a batch, within the per-vCPU byte
- * budget; when the budget is spent, take a batch of capacity from the class that
- * missed least. Lock of idx held. */
+/* Capacity is granted in steps of about 16 KiB (one batch for small objects, a
+ * single object above 16 KiB), so that classes used rarely do not take the budget
+ * in 32 KiB pieces. */
+static unsigned grow_step(unsigned c)
+{
+	const struct vc_class_info *ci = &vc_classes[c];
+	unsigned step = (16u << 10) / ci->size;
+	return step < 1 ? 1 : step > ci->batch ? ci->batch : step;
+}
+
+/* On a miss of class c: grow its capacity by a step, within the per-vCPU byte
+ * budget; when the budget is spent, take a step of capacity from the class that
+ * missed least among the next few (a rotating window over the classes: O(1) per
+ * miss) if it missed less than c. Lock of idx held. */
+#define VC_STEAL_WINDOW 8
 static void adapt_capacity(struct vc_rseq_abi *rs, uint32_t idx, unsigned c)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
@@ -206,15 +218,18 @@ static void adapt_capacity(struct vc_rseq_abi *rs, uint32_t idx, unsigned c)
 	unsigned cap = v->capacity[c];
 	if (cap >= ci->max_slots)
 		return;
-	unsigned grow = ci->batch;
+	unsigned grow = grow_step(c);
 	if (cap + grow > ci->max_slots)
 		grow = ci->max_slots - cap;
 	uint64_t need = (uint64_t)grow * ci->size;
 	uint64_t budget = vc_g.opt.vcpu_cache_bytes;
-	if (v->capacity_bytes + need > budget) {
+	for (int steals = 0; v->capacity_bytes + need > budget; steals++) {
+		if (steals == 8)
+			return;
 		unsigned victim = 0;
 		uint32_t least = UINT32_MAX;
-		for (unsigned d = 1; d < VC_NUM_CLASSES; d++) {
+		for (unsigned k = 0; k < VC_STEAL_WINDOW; k++) {
+			unsigned d = 1 + (v->steal_cursor++ % (VC_NUM_CLASSES - 1));
 			if (d == c || v->capacity[d] == 0)
 				continue;
 			if (v->misses[d] < least) {
@@ -225,12 +240,10 @@ static void adapt_capacity(struct vc_rseq_abi *rs, uint32_t idx, unsigned c)
 		if (!victim || least >= v->misses[c])
 			return;
 		unsigned vcap = v->capacity[victim];
-		unsigned take = vc_classes[victim].batch;
+		unsigned take = grow_step(victim);
 		if (take > vcap)
 			take = vcap;
 		if (!resize(rs, idx, victim, vcap - take))
-			return;
-		if (v->capacity_bytes + need > budget)
 			return;
 	}
 	resize(rs, idx, c, cap + grow);
@@ -290,16 +303,17 @@ static uint32_t fallback_shard(void)
 	return (uint32_t)(cpu < 0 ? 0 : cpu) % vc_g.nvcpus;
 }
 
-/* Grow class c's capacity by a batch within the budget; returns the new header
+/* Grow class c's capacity by a step within the budget; returns the new header
  * (h itself when it cannot grow). Lock held. */
 static uint64_t fallback_grow(struct vc_vcpu *v, unsigned c, uint64_t h)
 {
 	const struct vc_class_info *ci = &vc_classes[c];
 	unsigned cap = v->capacity[c];
+	unsigned step = grow_step(c);
 	if (cap >= ci->max_slots ||
-	    v->capacity_bytes + (uint64_t)ci->batch * ci->size > vc_g.opt.vcpu_cache_bytes)
+	    v->capacity_bytes + (uint64_t)step * ci->size > vc_g.opt.vcpu_cache_bytes)
 		return h;
-	cap = cap + ci->batch > ci->max_slots ? ci->max_slots : cap + ci->batch;
+	cap = cap + step > ci->max_slots ? ci->max_slots : cap + step;
 	set_capacity(v, c, cap);
 	return header_pack(h_current(h), h_begin(h), (uint16_t)(h_begin(h) + cap));
 }
@@ -577,6 +591,7 @@ int vc_cache_reclaim(bool force)
 		if (force || v->idle_scans >= 2)
 			drained += drain(idx);
 	}
+	vc_central_trim_idle();
 	vc_unlock(&reclaim_lock);
 	return drained;
 }

@@ -26,13 +26,18 @@ cc -O2 -o "$work/viapc" "$src/uses_vcmalloc.c" $flags -Wl,-rpath,"$libdir"
 cc -O2 -o "$work/vial" "$src/uses_vcmalloc.c" -I"$incdir" -L"$libdir" -lvcmalloc \
 	-Wl,-rpath,"$libdir"
 cc -O2 -o "$work/viastatic" "$src/uses_vcmalloc.c" -I"$incdir" "$libdir/libvcmalloc.a" \
-	-lpthread -lstdc++
+	-lpthread
 for p in viapc vial viastatic; do
 	out=$("$work/$p") || { echo "FAIL: $p exited $?: $out"; exit 1; }
 	echo "$p: $out"
 done
 if ldd "$work/viastatic" | grep -q libvcmalloc; then
 	echo "FAIL: the static build still loads libvcmalloc.so"
+	exit 1
+fi
+# A C program that preloads or links vcmalloc must not pull in the C++ runtime.
+if ldd "$work/vial" | grep -q 'libstdc++'; then
+	echo "FAIL: libvcmalloc.so brings libstdc++ into a C program"
 	exit 1
 fi
 echo "install, pkg-config, -lvcmalloc and static archive: ok"
