@@ -107,7 +107,7 @@ static VC_NOINLINE __attribute__((noreturn)) void bad_pointer(const void *p, con
 		vc_report("double free", func, p);
 	if (kind == VC_UNIT_SEGMENT) {
 		struct vc_span *sp = vc_span_of(vc_segment_of(p), p);
-		if (sp && sp->state == VC_SPAN_FREE)
+		if (sp && (sp->state == VC_SPAN_FREE || sp->state == VC_SPAN_DECAYING))
 			vc_report("double free (or invalid pointer: its pages are free)", func, p);
 	}
 	vc_report("invalid pointer (not allocated by vcmalloc, or not the start of a block)",

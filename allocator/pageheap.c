@@ -5,7 +5,9 @@
  *     pagemap[page] points to that span's descriptor (spans[first_page]);
  *   - two FREE spans are never adjacent (they are merged on free);
  *   - a FREE span is on free[npages] (or free[0] above 128 pages);
- *   - a segment whose spans are all FREE is unmapped, except one kept per node.
+ *   - a segment whose spans are all FREE is unmapped, except one kept per node;
+ *   - a DECAYING span is off the free lists and counted in its segment's
+ *     decaying_pages while its pages are released with the lock dropped.
  * Memory goes back to the OS with MADV_DONTNEED once a FREE span has been idle for
  * the decay time (VCMALLOC_DECAY_MS); released_pages counts what is not resident.
  */
@@ -142,19 +144,13 @@ struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state)
 	return sp;
 }
 
-void vc_pageheap_free(struct vc_span *sp)
+/* Pages [first, first+n) of s become one FREE span, merged with FREE neighbours, with
+ * `released` of its pages not resident. Returns s when the segment is now entirely
+ * free and must be unmapped by the caller after unlocking (it has been unlinked);
+ * NULL otherwise. Page-heap lock held. */
+static struct vc_segment *put_free_locked(struct vc_pageheap *ph, struct vc_segment *s,
+					  unsigned first, unsigned n, uint32_t released)
 {
-	struct vc_segment *s = vc_segment_of(sp);
-	struct vc_pageheap *ph = &vc_pageheaps[s->node];
-	VC_ASSERT(sp->state != VC_SPAN_FREE);
-	vc_lock(&ph->lock);
-	VC_ASSERT(s->used_pages >= sp->npages);
-	s->used_pages = (uint16_t)(s->used_pages - sp->npages);
-	unsigned first = sp->first_page, n = sp->npages;
-	uint32_t released = 0;
-	sp->state = VC_SPAN_FREE;
-	sp->sizeclass = 0;
-	/* Merge with FREE neighbours. */
 	if (first > VC_SEGMENT_HEADER_PAGES) {
 		struct vc_span *prev = s->pagemap[first - 1];
 		if (prev && prev->state == VC_SPAN_FREE) {
@@ -183,8 +179,9 @@ void vc_pageheap_free(struct vc_span *sp)
 		}
 		VC_ASSERT_EXPENSIVE(pg == VC_PAGES_PER_SEGMENT);
 	}
-	if (s->used_pages == 0) {
-		/* Whole segment free: unmap it unless it is the node's last one. */
+	if (s->used_pages == 0 && s->decaying_pages == 0) {
+		/* Whole segment free (merged is all of it): unmap it unless it is the
+		 * node's last one. */
 		bool keep = ph->segments == s && s->next == NULL;
 		if (!keep) {
 			if (s->prev)
@@ -194,38 +191,93 @@ void vc_pageheap_free(struct vc_span *sp)
 			if (s->next)
 				s->next->prev = s->prev;
 			ph->mapped_bytes -= VC_UNIT_SIZE;
-			vc_unlock(&ph->lock);
-			vc_segment_unmap(s);
-			return;
+			return s;
 		}
 	}
 	insert_free(ph, merged);
-	uint64_t now = merged->free_since_ms;
-	bool decay = now - ph->last_decay_ms >= (vc_g.opt.decay_ms ? vc_g.opt.decay_ms : 1);
+	return NULL;
+}
+
+void vc_pageheap_free(struct vc_span *sp)
+{
+	struct vc_segment *s = vc_segment_of(sp);
+	struct vc_pageheap *ph = &vc_pageheaps[s->node];
+	VC_ASSERT(sp->state == VC_SPAN_SMALL || sp->state == VC_SPAN_LARGE);
+	vc_lock(&ph->lock);
+	VC_ASSERT(s->used_pages >= sp->npages);
+	s->used_pages = (uint16_t)(s->used_pages - sp->npages);
+	sp->state = VC_SPAN_FREE;
+	sp->sizeclass = 0;
+	struct vc_segment *unmap = put_free_locked(ph, s, sp->first_page, sp->npages, 0);
+	uint64_t now = vc_os_now_ms();
+	bool decay = !unmap &&
+		     now - ph->last_decay_ms >= (vc_g.opt.decay_ms ? vc_g.opt.decay_ms : 1);
 	vc_unlock(&ph->lock);
-	if (decay)
+	if (unmap)
+		vc_segment_unmap(unmap);
+	else if (decay)
 		vc_pageheap_decay(s->node, false);
+}
+
+/* Spans released per pass: the page-heap lock is not held while the OS releases
+ * them (a release can take long: on a machine with many CPUs it waits for TLB
+ * shootdowns), so other threads keep allocating from this node meanwhile. */
+#define VC_DECAY_BATCH 32
+
+/* One pass: take up to VC_DECAY_BATCH eligible FREE spans off the lists (DECAYING),
+ * release their pages unlocked, give them back as FREE. Returns how many. */
+static unsigned decay_pass(unsigned node, bool force)
+{
+	struct vc_pageheap *ph = &vc_pageheaps[node];
+	struct vc_span *batch[VC_DECAY_BATCH];
+	unsigned taken = 0;
+	vc_lock(&ph->lock);
+	uint64_t now = vc_os_now_ms();
+	ph->last_decay_ms = now;
+	for (unsigned l = 0; l < VC_FREE_LISTS && taken < VC_DECAY_BATCH; l++) {
+		struct vc_span *sp = ph->free[l];
+		while (sp && taken < VC_DECAY_BATCH) {
+			struct vc_span *next = sp->next;
+			if (sp->released_pages < sp->npages &&
+			    (force || now - sp->free_since_ms >= vc_g.opt.decay_ms)) {
+				remove_free(ph, sp);
+				sp->state = VC_SPAN_DECAYING;
+				struct vc_segment *s = vc_segment_of(sp);
+				s->decaying_pages = (uint16_t)(s->decaying_pages + sp->npages);
+				batch[taken++] = sp;
+			}
+			sp = next;
+		}
+	}
+	vc_unlock(&ph->lock);
+	if (taken == 0)
+		return 0;
+	for (unsigned i = 0; i < taken; i++)
+		vc_os_release(vc_span_start(batch[i]), (size_t)batch[i]->npages << VC_PAGE_SHIFT);
+	struct vc_segment *unmap[VC_DECAY_BATCH];
+	unsigned nunmap = 0;
+	vc_lock(&ph->lock);
+	for (unsigned i = 0; i < taken; i++) {
+		struct vc_span *sp = batch[i];
+		struct vc_segment *s = vc_segment_of(sp);
+		s->decaying_pages = (uint16_t)(s->decaying_pages - sp->npages);
+		sp->state = VC_SPAN_FREE;
+		struct vc_segment *u = put_free_locked(ph, s, sp->first_page, sp->npages, sp->npages);
+		if (u)
+			unmap[nunmap++] = u;
+	}
+	vc_unlock(&ph->lock);
+	for (unsigned i = 0; i < nunmap; i++)
+		vc_segment_unmap(unmap[i]);
+	return taken;
 }
 
 void vc_pageheap_decay(unsigned node, bool force)
 {
-	struct vc_pageheap *ph = &vc_pageheaps[node];
-	vc_lock(&ph->lock);
-	uint64_t now = vc_os_now_ms();
-	ph->last_decay_ms = now;
-	for (unsigned l = 0; l < VC_FREE_LISTS; l++) {
-		for (struct vc_span *sp = ph->free[l]; sp; sp = sp->next) {
-			if (sp->released_pages == sp->npages)
-				continue;
-			if (!force && now - sp->free_since_ms < vc_g.opt.decay_ms)
-				continue;
-			vc_os_release(vc_span_start(sp), (size_t)sp->npages << VC_PAGE_SHIFT);
-			ph->released_bytes += (uint64_t)(sp->npages - sp->released_pages)
-					      << VC_PAGE_SHIFT;
-			sp->released_pages = sp->npages;
-		}
-	}
-	vc_unlock(&ph->lock);
+	/* A forced decay releases everything; a timed one at most one batch (the rest
+	 * waits for the next tick). */
+	while (decay_pass(node, force) == VC_DECAY_BATCH && force)
+		;
 }
 
 void vc_pageheap_maybe_decay(void)

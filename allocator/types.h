@@ -70,7 +70,10 @@ enum vc_unit_kind {
 	VC_UNIT_HUGE_FREED = 4, /* a huge block here was freed (for double-free reports) */
 };
 
-enum vc_span_state { VC_SPAN_FREE = 0, VC_SPAN_SMALL = 1, VC_SPAN_LARGE = 2 };
+/* DECAYING: a FREE span taken off the free lists while its pages go back to the OS
+ * without the page-heap lock held; nothing merges with it, allocates it or unmaps
+ * its segment until it is a FREE span again. */
+enum vc_span_state { VC_SPAN_FREE = 0, VC_SPAN_SMALL = 1, VC_SPAN_LARGE = 2, VC_SPAN_DECAYING = 3 };
 
 struct vc_span {
 	/* Immutable while the span is in use. */
@@ -101,6 +104,7 @@ struct vc_segment {
 	uint64_t magic;        /* vc_secret ^ address: sanity check */
 	uint8_t node;
 	uint16_t used_pages;   /* pages in SMALL/LARGE spans (page-heap lock) */
+	uint16_t decaying_pages; /* pages in DECAYING spans (page-heap lock) */
 	uint64_t span_uses;    /* spans handed out so far: feeds span generations */
 	struct vc_segment *next, *prev; /* page heap's segment list */
 	struct vc_span *pagemap[VC_PAGES_PER_SEGMENT];

@@ -508,47 +508,49 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
 
 /* ---- drain and reclaim ---- */
 
-/* Stop vCPU idx, move its objects to central and give its pages back. */
-static bool drain(uint32_t idx)
+/* Draining stops a vCPU's stacks, waits out critical sections in flight with the
+ * rseq fence, moves the objects to central and gives the region's pages back. The
+ * reclaim tick drains idle vCPUs in groups sharing one fence (a fence interrupts
+ * every CPU running the process: one per group, not one per vCPU). */
+#define VC_DRAIN_GROUP 16
+
+/* Phase 1: lock idx and stop every class (see struct vc_rseq_stack): the stop word
+ * keeps `current` and makes every operation fail, also after a late 16-bit commit.
+ * No resize can be in flight: resizes hold this vCPU's lock. Returns false (lock
+ * released) when idx is not populated; otherwise the lock stays held. */
+static bool drain_stop(uint32_t idx)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	bool fallback = vc_g.mode == VCMALLOC_INDEX_FALLBACK;
-	if (!fallback && !vc_rseq_info_.fence)
-		return false; /* cannot stop critical sections of another CPU safely */
 	vc_lock(&v->lock);
 	if (!v->populated) {
 		vc_unlock(&v->lock);
 		return false;
 	}
-	/* Stop every class (see struct vc_rseq_stack): the stop word keeps `current`
-	 * and makes every operation fail, also after a late 16-bit commit. No resize
-	 * can be in flight: resizes hold this vCPU's lock. */
-	uint64_t saved[VC_NUM_CLASSES];
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
 		uint64_t *hw = header_word(idx, c);
 		uint64_t h = __atomic_load_n(hw, __ATOMIC_ACQUIRE);
 		while (!__atomic_compare_exchange_n(hw, &h, vc_rseq_stack_stop_word(h), 0,
 						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 			;
-		saved[c] = h;
 	}
-	if (!fallback) {
-		/* Sections that read a live header before the stop are aborted or have
-		 * committed once the fence returns; the final `current` is in the word. */
-		vc_rseq_fence();
-		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-			uint64_t h = __atomic_load_n(header_word(idx, c), __ATOMIC_ACQUIRE);
-			VC_ASSERT_ALWAYS(vc_rseq_stack_is_stopped(h));
-			saved[c] = (saved[c] & ~(uint64_t)0xffff) | (h & 0xffff);
-		}
-	}
+	return true;
+}
+
+/* Phase 2, after the fence (rseq modes; in fallback mode the lock held is enough):
+ * sections that read a live header before the stop are aborted or have committed,
+ * so the low 16 bits of each stopped word are the final `current`; a class's slots
+ * begin at its slot_base. Moves the objects out, releases the region, unlocks. */
+static void drain_finish(uint32_t idx)
+{
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	void **slots = (void **)vc_vcpu_region(idx);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-		uint64_t h = saved[c];
-		VC_ASSERT(h_begin(h) == vc_classes[c].slot_base);
-		VC_ASSERT(h_current(h) >= h_begin(h) && h_current(h) <= h_end(h));
-		if (h_current(h) > h_begin(h))
-			vc_central_insert(c, &slots[h_begin(h)], h_current(h) - h_begin(h));
+		uint64_t h = __atomic_load_n(header_word(idx, c), __ATOMIC_ACQUIRE);
+		VC_ASSERT_ALWAYS(vc_rseq_stack_is_stopped(h));
+		uint32_t begin = vc_classes[c].slot_base, current = h_current(h);
+		VC_ASSERT(current >= begin && current <= begin + vc_classes[c].max_slots);
+		if (current > begin)
+			vc_central_insert(c, &slots[begin], current - begin);
 		v->capacity[c] = 0;
 		v->high_water[c] = 0;
 		v->misses[c] = 0;
@@ -559,7 +561,32 @@ static bool drain(uint32_t idx)
 	__atomic_sub_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&vc_cache_reclaims, 1, __ATOMIC_RELAXED);
 	vc_unlock(&v->lock);
-	return true;
+}
+
+/* Drain the vCPUs of idx[0..n) (n <= VC_DRAIN_GROUP, increasing: the locks are
+ * taken in that order) with one fence. Returns how many were populated and drained. */
+static int drain_group(const uint32_t *idx, unsigned n)
+{
+	bool fallback = vc_g.mode == VCMALLOC_INDEX_FALLBACK;
+	if (!fallback && !vc_rseq_info_.fence)
+		return 0; /* cannot stop critical sections of another CPU safely */
+	uint32_t stopped[VC_DRAIN_GROUP];
+	unsigned k = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (drain_stop(idx[i]))
+			stopped[k++] = idx[i];
+	if (k == 0)
+		return 0;
+	if (!fallback)
+		vc_rseq_fence();
+	for (unsigned i = 0; i < k; i++)
+		drain_finish(stopped[i]);
+	return (int)k;
+}
+
+static bool drain(uint32_t idx)
+{
+	return drain_group(&idx, 1) == 1;
 }
 
 static uint64_t header_sum(uint32_t idx)
@@ -576,6 +603,8 @@ int vc_cache_reclaim(bool force)
 	vc_lock(&reclaim_lock);
 	last_reclaim_ms = vc_os_now_ms();
 	int drained = 0;
+	uint32_t group[VC_DRAIN_GROUP];
+	unsigned n = 0;
 	for (uint32_t idx = 0; idx < vc_g.nvcpus; idx++) {
 		struct vc_vcpu *v = &vc_g.vcpus[idx];
 		if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
@@ -588,9 +617,16 @@ int vc_cache_reclaim(bool force)
 			v->idle_scans = 0;
 		v->current_sum = sum;
 		v->seen_events = events;
-		if (force || v->idle_scans >= 2)
-			drained += drain(idx);
+		if (force || v->idle_scans >= 2) {
+			group[n++] = idx;
+			if (n == VC_DRAIN_GROUP) {
+				drained += drain_group(group, n);
+				n = 0;
+			}
+		}
 	}
+	if (n)
+		drained += drain_group(group, n);
 	vc_central_trim_idle();
 	vc_unlock(&reclaim_lock);
 	return drained;
