@@ -154,7 +154,7 @@ static inline bool vc_rseq_stack_is_stopped(uint64_t h)
 #if defined(VC_RSEQ_INJECT) && VC_RSEQ_INJECT
 /* Test builds: delay loops and yields inside critical sections, abort counting. */
 extern volatile int vc_rseq_inject_delay VC_RSEQ_HIDDEN; /* spin iterations, 0: none */
-extern volatile int vc_rseq_inject_yield VC_RSEQ_HIDDEN; /* 1: sched_yield inside */
+extern volatile int vc_rseq_inject_yield VC_RSEQ_HIDDEN; /* 1: long spin inside */
 extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
 #endif
 

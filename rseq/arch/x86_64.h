@@ -18,7 +18,9 @@
 #define VC_RSEQ_STR(x) VC_RSEQ_STR_(x)
 
 #if defined(VC_RSEQ_INJECT) && VC_RSEQ_INJECT
-/* Delay loop (and optionally a sched_yield system call) at an injection point. */
+/* Delay loop (and, when the yield knob is on, a long spin that invites preemption and
+ * migration) at an injection point. No system call: the rseq ABI forbids them inside
+ * a critical section, and a kernel need not abort a section it returns to from one. */
 #define VC_RSEQ_INJECT_ASM(n)                                                          \
 	"movq %%rax, %%r10\n\t" /* the helper's rax survives the injection */          \
 	"movl vc_rseq_inject_delay(%%rip), %%eax\n\t"                                   \
@@ -31,8 +33,10 @@
 	"movl vc_rseq_inject_yield(%%rip), %%eax\n\t"                                   \
 	"testl %%eax, %%eax\n\t"                                                        \
 	"jz 7" #n "2f\n\t"                                                              \
-	"movl $24, %%eax\n\t" /* SYS_sched_yield */                                     \
-	"syscall\n\t"                                                                   \
+	"movl $200000, %%eax\n\t" /* a long spin: no system call inside a section */    \
+	"7" #n "3:\n\t"                                                                 \
+	"decl %%eax\n\t"                                                                \
+	"jnz 7" #n "3b\n\t"                                                             \
 	"7" #n "2:\n\t"                                                                 \
 	"movq %%r10, %%rax\n\t"
 #define VC_RSEQ_INJECT_ABORT "lock; incq vc_rseq_inject_aborts(%%rip)\n\t"

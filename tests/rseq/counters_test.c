@@ -15,7 +15,7 @@
  *
  * Built twice. With the rseq layer's injection points (rseq_inject_dep, which defines
  * VC_RSEQ_INJECT=1) the main thread cycles the knobs every 2 ms through
- *   short delay / sched_yield inside / long delay + sched_yield / no injection,
+ *   short delay / long spin inside / long delay + long spin / no injection,
  * which widens every critical section so that preemption, migration and signals hit
  * it (and the window between reading the index and entering the section, see
  * index_window.h). Injection is switched off before the workers stop, so that their

@@ -5,7 +5,7 @@
  * crowd's tick and knobs_off its before_stop: each 2 ms period applies the next entry of the
  * schedule to vc_rseq_inject_delay / vc_rseq_inject_yield and attributes the aborts counted since
  * the previous tick (vc_rseq_inject_aborts) to the entry that was active. Yield is
- * never left on for long: with many more threads than CPUs, a yield inside every
+ * never left on for long: with many more threads than CPUs, a long spin inside every
  * critical section aborts nearly every one, so progress happens in the other periods.
  * In a plain build the knobs do not exist and knobs_tick / knobs_off are NULL.
  */
@@ -19,7 +19,7 @@
 #define KNOBS_TICK_US 2000
 
 enum { KNOB_PHASES = 4 };
-/* {delay loop iterations, sched_yield inside} */
+/* {delay loop iterations, long spin inside} */
 static const int knob_schedule[KNOB_PHASES][2] = {{300, 0}, {0, 1}, {3000, 1}, {0, 0}};
 static long knob_aborts[KNOB_PHASES];
 static long knob_aborts_seen;

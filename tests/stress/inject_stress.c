@@ -3,7 +3,7 @@
  *
  * Linked with an allocator built with the rseq layer's injection points filled
  * (VC_RSEQ_INJECT=1): every critical section of the vCPU caches (pop, push, batch
- * moves, resizes) runs a delay loop and optionally sched_yield between reading the
+ * moves, resizes) runs a delay loop and optionally a long spin between reading the
  * header and committing. A knob thread cycles the injection every millisecond
  * through {short delay}, {yield}, {long delay + yield}, {off}; a signaller sends
  * SIGUSR1 to random workers every 200 us; eight workers (more than the CPUs)
