@@ -32,10 +32,6 @@ int workload_churn(const struct config *cfg, struct outcome *out)
 	working_set_free(slots, LIVE);
 	double seconds = now_seconds() - start;
 	free(slots);
-	out->threads = 1;
-	out->ops = replacements + LIVE;
-	out->seconds = seconds;
-	out->ops_per_sec = seconds > 0 ? (double)out->ops / seconds : 0;
-	out->throughput_basis = "wall";
+	outcome_wall(out, 1, replacements + LIVE, seconds);
 	return 0;
 }

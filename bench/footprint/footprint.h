@@ -84,6 +84,9 @@ void working_set_free(void **slots, int count);
 /* ---- time and threads ---- */
 
 double now_seconds(void);
+/* Fills out for a workload measured on the wall clock: threads, ops, seconds and
+ * ops per second. */
+void outcome_wall(struct outcome *out, int threads, uint64_t ops, double seconds);
 /* Sleeps without touching the allocator. */
 void sleep_us(long microseconds);
 /* pthread_create with a small stack; exits the process on failure. */

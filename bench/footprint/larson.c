@@ -79,10 +79,6 @@ int workload_larson(const struct config *cfg, struct outcome *out)
 		free(lines[i].slots);
 	}
 	free(lines);
-	out->threads = threads;
-	out->ops = ops;
-	out->seconds = seconds;
-	out->ops_per_sec = seconds > 0 ? (double)ops / seconds : 0;
-	out->throughput_basis = "wall";
+	outcome_wall(out, threads, ops, seconds);
 	return 0;
 }

@@ -106,6 +106,15 @@ void working_set_free(void **slots, int count)
 	}
 }
 
+void outcome_wall(struct outcome *out, int threads, uint64_t ops, double seconds)
+{
+	out->threads = threads;
+	out->ops = ops;
+	out->seconds = seconds;
+	out->ops_per_sec = seconds > 0 ? (double)ops / seconds : 0;
+	out->throughput_basis = "wall";
+}
+
 double now_seconds(void)
 {
 	struct timespec ts;

@@ -138,10 +138,6 @@ int workload_server(const struct config *cfg, struct outcome *out)
 	pthread_cond_destroy(&q->not_full);
 	free(roles);
 	free(q);
-	out->threads = threads;
-	out->ops = ops;
-	out->seconds = seconds;
-	out->ops_per_sec = seconds > 0 ? (double)ops / seconds : 0;
-	out->throughput_basis = "wall";
+	outcome_wall(out, threads, ops, seconds);
 	return 0;
 }

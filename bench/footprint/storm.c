@@ -80,10 +80,6 @@ int workload_storm(const struct config *cfg, struct outcome *out)
 		free(objects[i]);
 	free(objects);
 	free(wave);
-	out->threads = per_wave * waves;
-	out->ops = ops;
-	out->seconds = seconds;
-	out->ops_per_sec = seconds > 0 ? (double)ops / seconds : 0;
-	out->throughput_basis = "wall";
+	outcome_wall(out, per_wave * waves, ops, seconds);
 	return 0;
 }
