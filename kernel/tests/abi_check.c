@@ -28,7 +28,7 @@ static long sys_rseq(void *area, uint32_t len, int flags, uint32_t sig)
 }
 
 /* Each CPU in turn: the kernel-written cpu_id and node_id agree with getcpu(). */
-static void check_every_cpu(volatile struct test_rseq *rs, unsigned long feature_size)
+static void check_every_cpu(volatile struct vc_rseq_abi *rs, unsigned long feature_size)
 {
 	cpu_set_t allowed, one;
 	int checked = 0;
@@ -61,7 +61,7 @@ static void check_every_cpu(volatile struct test_rseq *rs, unsigned long feature
 static void check_own_registrations(unsigned long feature_size)
 {
 	static struct {
-		struct test_rseq area;
+		struct vc_rseq_abi area;
 		char room[96];
 	} buf __attribute__((aligned(64)));
 	void *area = &buf;
@@ -69,23 +69,23 @@ static void check_own_registrations(unsigned long feature_size)
 	CHECK(!glibc_registered_rseq(), "--own-area needs GLIBC_TUNABLES=glibc.pthread.rseq=0");
 
 	/* Too short, or misaligned: refused by every kernel. */
-	CHECK(sys_rseq(area, 28, 0, RSEQ_SIG_X86) == -1 && errno == EINVAL, "length 28");
-	CHECK(sys_rseq((char *)area + 16, 32, 0, RSEQ_SIG_X86) == -1 && errno == EINVAL,
+	CHECK(sys_rseq(area, 28, 0, VC_RSEQ_SIG) == -1 && errno == EINVAL, "length 28");
+	CHECK(sys_rseq((char *)area + 16, 32, 0, VC_RSEQ_SIG) == -1 && errno == EINVAL,
 	      "misaligned area");
 
 	/* The original length. */
 	memset(&buf, 0xff, sizeof buf);
-	CHECK(sys_rseq(area, 32, 0, RSEQ_SIG_X86) == 0, "length 32: %s", strerror(errno));
+	CHECK(sys_rseq(area, 32, 0, VC_RSEQ_SIG) == 0, "length 32: %s", strerror(errno));
 	sched_yield();
 	CHECK(buf.area.cpu_id < CPU_SETSIZE, "cpu_id %u after registration", buf.area.cpu_id);
 	if (feature_size >= 28)
 		CHECK(buf.area.mm_cid == 0, "mm_cid %u in a 32-byte area", buf.area.mm_cid);
-	CHECK(sys_rseq(area, 64, 1, RSEQ_SIG_X86) == -1 && errno == EINVAL,
+	CHECK(sys_rseq(area, 64, 1, VC_RSEQ_SIG) == -1 && errno == EINVAL,
 	      "unregistration with another length");
-	CHECK(sys_rseq(area, 32, 1, RSEQ_SIG_X86) == 0, "unregister 32: %s", strerror(errno));
+	CHECK(sys_rseq(area, 32, 1, VC_RSEQ_SIG) == 0, "unregister 32: %s", strerror(errno));
 
 	/* A longer area: the extensible ABI. */
-	long ret = sys_rseq(area, 64, 0, RSEQ_SIG_X86);
+	long ret = sys_rseq(area, 64, 0, VC_RSEQ_SIG);
 	if (feature_size == 0) {
 		CHECK(ret == -1 && errno == EINVAL, "length 64 accepted without the extensible ABI");
 		printf("abi_check: registrations 32 ok, 28/64/misaligned refused\n");
@@ -94,12 +94,12 @@ static void check_own_registrations(unsigned long feature_size)
 	CHECK(ret == 0, "length 64: %s", strerror(errno));
 	sched_yield();
 	CHECK(buf.area.mm_cid == 0, "mm_cid %u in a 64-byte area", buf.area.mm_cid);
-	CHECK(sys_rseq(area, 64, 0, RSEQ_SIG_X86) == -1 && errno == EBUSY,
+	CHECK(sys_rseq(area, 64, 0, VC_RSEQ_SIG) == -1 && errno == EBUSY,
 	      "same registration again");
-	CHECK(sys_rseq(area, 32, 0, RSEQ_SIG_X86) == -1 && errno == EINVAL,
+	CHECK(sys_rseq(area, 32, 0, VC_RSEQ_SIG) == -1 && errno == EINVAL,
 	      "re-registration with another length");
 	check_every_cpu(&buf.area, feature_size);
-	CHECK(sys_rseq(area, 64, 1, RSEQ_SIG_X86) == 0, "unregister 64: %s", strerror(errno));
+	CHECK(sys_rseq(area, 64, 1, VC_RSEQ_SIG) == 0, "unregister 64: %s", strerror(errno));
 	CHECK(buf.area.cpu_id == (uint32_t)-1, "cpu_id %u after unregistration (want -1)",
 	      buf.area.cpu_id);
 	printf("abi_check: registrations 32 and 64 ok, 28/misaligned refused\n");

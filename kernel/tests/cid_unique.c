@@ -34,7 +34,7 @@ static unsigned long iterations;
  * every thread sees as 0: a shared id by construction, which the lost-addition
  * check must catch (it proves the check can fail).
  */
-static long id_offset = RSEQ_OFF_MM_CID;
+static long id_offset = VC_RSEQ_OFF_MM_CID;
 static atomic_int go;
 
 struct worker {

@@ -22,22 +22,9 @@
 #define AT_RSEQ_ALIGN 28
 #endif
 
-#define RSEQ_SIG_X86 0x53053053u
-
-/* Offsets into struct rseq, fixed by the ABI. */
-#define RSEQ_OFF_CPU_ID 4
-#define RSEQ_OFF_RSEQ_CS 8
-#define RSEQ_OFF_NODE_ID 20
-#define RSEQ_OFF_MM_CID 24
-
-struct test_rseq {
-	uint32_t cpu_id_start;
-	uint32_t cpu_id;
-	uint64_t rseq_cs;
-	uint32_t flags;
-	uint32_t node_id;
-	uint32_t mm_cid;
-} __attribute__((aligned(32)));
+/* struct vc_rseq_abi, the VC_RSEQ_OFF_* offsets and VC_RSEQ_SIG: the project's own
+ * copy of the ABI, shared with the allocator's rseq layer. */
+#include "../../rseq/abi.h"
 
 /* glibc's exports (weak: an old glibc simply has none). */
 extern const ptrdiff_t __rseq_offset __attribute__((weak));
@@ -49,12 +36,12 @@ static inline int glibc_registered_rseq(void)
 }
 
 /* The calling thread's glibc-registered area. */
-static inline volatile struct test_rseq *glibc_rseq_area(void)
+static inline volatile struct vc_rseq_abi *glibc_rseq_area(void)
 {
 	char *tp;
 
 	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	return (volatile struct test_rseq *)(tp + __rseq_offset);
+	return (volatile struct vc_rseq_abi *)(tp + __rseq_offset);
 }
 
 /* Print the failure and exit 1: tests assert, they do not just report. */
