@@ -74,6 +74,11 @@ static void populate_locked(uint32_t idx, unsigned node)
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	if (v->populated)
 		return;
+	/* A region not populated is all zero: never touched, or released by drain_finish
+	 * after its fence. A non-zero header here is a critical section that committed
+	 * into a drained region (see VC_RSEQ_ASM_LOAD_HEADER in rseq/arch/x86_64.h). */
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
+		VC_ASSERT(__atomic_load_n(header_word(idx, c), __ATOMIC_RELAXED) == 0);
 	__atomic_store_n(vc_vcpu_node_tag(vc_vcpu_region(idx)), node, __ATOMIC_RELAXED);
 	v->node = (uint8_t)node;
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {

@@ -131,7 +131,13 @@ void vc_rseq_fence_after_fork(void) VC_RSEQ_HIDDEN;
  * changes only `current`, and with begin = 0xffff and end = 0 every pop, push and
  * batch fails whatever `current` holds. After the fence, the low 16 bits of the
  * header are the final `current`. (Zero would not do: a late commit of `current`
- * into a zero header makes pops succeed again, below the real begin.) */
+ * into a zero header makes pops succeed again, below the real begin.)
+ *
+ * Every operation reads the header with a single 64-bit load, so that it acts on one
+ * state of the header: a section that starts after the stop sees the stop word and
+ * fails, even when the drainer then releases (zeroes) or reopens the stack while the
+ * section runs. Field-by-field loads could pair the stopped `current` with the next
+ * state's `begin`/`end` and commit after the fence. */
 struct vc_rseq_stack {
 	uint16_t current;
 	uint16_t reserved;

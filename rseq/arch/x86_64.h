@@ -47,6 +47,18 @@
 #define VC_RSEQ_INJECT_CLOBBERS
 #endif
 
+/* The stack header is read with one 64-bit load into rax (and a copy in rdx), never
+ * field by field: a section must see one state of the header. Reading `current` and
+ * `begin`/`end` with two loads lets a section that starts after a drain's stop
+ * combine `current` of the stopped word with `begin`/`end` of the next state (the
+ * zero header of a released region, or a reopened one) and commit into it; the
+ * fence cannot help, since the section began after the stop. With one load, a
+ * section either saw a live header (then any later stop is followed by a fence that
+ * aborts it before the header changes again) or a stopped or zero one (and fails). */
+#define VC_RSEQ_ASM_LOAD_HEADER                                                         \
+	"movq (%[hdr]), %%rax\n\t"                                                      \
+	"movq %%rax, %%rdx\n\t"
+
 /* Descriptor (label 3), start (1), post-commit (2), abort handler (4). */
 #define VC_RSEQ_ASM_PROLOGUE(field_off)                                                 \
 	".pushsection __rseq_cs, \"aw\"\n\t"                                            \
@@ -98,9 +110,11 @@
 	{                                                                               \
 		void *obj;                                                              \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
-			     "movzwl (%[hdr]), %%eax\n\t"                               \
-			     "cmpw 4(%[hdr]), %%ax\n\t"                                 \
-			     "jbe %l[cmpfail]\n\t"                                      \
+			     VC_RSEQ_ASM_LOAD_HEADER                                    \
+			     "shrq $32, %%rdx\n\t" /* dx = begin */                     \
+			     "cmpw %%dx, %%ax\n\t"                                      \
+			     "jbe %l[cmpfail]\n\t" /* empty: current <= begin */        \
+			     "movzwl %%ax, %%eax\n\t"                                   \
 			     "movq -8(%[region], %%rax, 8), %[obj]\n\t"                 \
 			     VC_RSEQ_INJECT_ASM(2)                                      \
 			     "decl %%eax\n\t"                                           \
@@ -109,7 +123,7 @@
 			     : [obj] "=&r"(obj)                                         \
 			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
 			       [region] "r"(region)                                     \
-			     : VC_RSEQ_INJECT_CLOBBERS "rax", "memory", "cc"            \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "rdx", "memory", "cc"     \
 			     : aborted, cmpfail);                                       \
 		*out = obj;                                                     \
 		return 0;                                                       \
@@ -125,9 +139,11 @@
 	    void *region, void *p)                                                      \
 	{                                                                               \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
-			     "movzwl (%[hdr]), %%eax\n\t"                               \
-			     "cmpw 6(%[hdr]), %%ax\n\t"                                 \
-			     "jae %l[cmpfail]\n\t"                                      \
+			     VC_RSEQ_ASM_LOAD_HEADER                                    \
+			     "shrq $48, %%rdx\n\t" /* dx = end */                       \
+			     "cmpw %%dx, %%ax\n\t"                                      \
+			     "jae %l[cmpfail]\n\t" /* full: current >= end */           \
+			     "movzwl %%ax, %%eax\n\t"                                   \
 			     "movq %[p], (%[region], %%rax, 8)\n\t" VC_RSEQ_INJECT_ASM(2) \
 			     "incl %%eax\n\t"                                           \
 			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
@@ -135,7 +151,7 @@
 			     :                                                          \
 			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
 			       [region] "r"(region), [p] "r"(p)                         \
-			     : VC_RSEQ_INJECT_CLOBBERS "rax", "memory", "cc"            \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "rdx", "memory", "cc"     \
 			     : aborted, cmpfail);                                       \
 		return 0;                                                       \
 	aborted:                                                                        \
@@ -150,8 +166,10 @@
 	    void *region, void **out, uint32_t n, uint32_t *popped)                     \
 	{                                                                               \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
-			     "movzwl (%[hdr]), %%eax\n\t"                               \
-			     "movzwl 4(%[hdr]), %%edx\n\t"                              \
+			     VC_RSEQ_ASM_LOAD_HEADER                                    \
+			     "shrq $32, %%rdx\n\t"                                      \
+			     "movzwl %%dx, %%edx\n\t" /* begin */                       \
+			     "movzwl %%ax, %%eax\n\t" /* current */                     \
 			     "movl %%eax, %%r8d\n\t"                                    \
 			     "subl %%edx, %%r8d\n\t" /* available */                    \
 			     "jbe %l[cmpfail]\n\t"                                      \
@@ -190,8 +208,10 @@
 	    void *region, void *const *in, uint32_t n, uint32_t *pushed)                \
 	{                                                                               \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
-			     "movzwl (%[hdr]), %%eax\n\t"                               \
-			     "movzwl 6(%[hdr]), %%r8d\n\t"                              \
+			     VC_RSEQ_ASM_LOAD_HEADER                                    \
+			     "movq %%rax, %%r8\n\t"                                     \
+			     "shrq $48, %%r8\n\t" /* end */                             \
+			     "movzwl %%ax, %%eax\n\t" /* current */                     \
 			     "subl %%eax, %%r8d\n\t" /* room */                         \
 			     "jbe %l[cmpfail]\n\t"                                      \
 			     "cmpl %[n], %%r8d\n\t"                                     \
@@ -252,7 +272,7 @@ VC_RSEQ_DEFINE_OPS(mm_cid, 24)
 			     :                                                          \
 			     : [rs] "r"(rs), [idx] "r"(idx), [word] "r"(word),          \
 			       [expect] "r"(expect), [newv] "r"(newv)                   \
-			     : VC_RSEQ_INJECT_CLOBBERS "rax", "memory", "cc"            \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "rdx", "memory", "cc"     \
 			     : aborted, cmpfail);                                       \
 		return 0;                                                       \
 	aborted:                                                                        \
@@ -275,12 +295,14 @@ VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
 	{                                                                               \
 		void *obj;                                                              \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
+			     VC_RSEQ_ASM_LOAD_HEADER                                    \
+			     "shrq $32, %%rdx\n\t" /* dx = begin */                     \
+			     "cmpw %%dx, %%ax\n\t"                                      \
+			     "jbe %l[cmpfail]\n\t"                                      \
 			     "movl " VC_RSEQ_STR(VC_RSEQ_OFF_NODE_ID) "(%[rs]), %%edx\n\t" \
 			     "cmpl %%edx, (%[tag])\n\t"                                 \
 			     "jnz %l[cmpfail]\n\t"                                      \
-			     "movzwl (%[hdr]), %%eax\n\t"                               \
-			     "cmpw 4(%[hdr]), %%ax\n\t"                                 \
-			     "jbe %l[cmpfail]\n\t"                                      \
+			     "movzwl %%ax, %%eax\n\t"                                   \
 			     "movq -8(%[region], %%rax, 8), %[obj]\n\t"                 \
 			     VC_RSEQ_INJECT_ASM(2)                                      \
 			     "decl %%eax\n\t"                                           \
@@ -303,11 +325,13 @@ VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
 	    void *region, const uint32_t *tag, uint32_t node, void *p)                  \
 	{                                                                               \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
+			     VC_RSEQ_ASM_LOAD_HEADER                                    \
+			     "shrq $48, %%rdx\n\t" /* dx = end */                       \
+			     "cmpw %%dx, %%ax\n\t"                                      \
+			     "jae %l[cmpfail]\n\t"                                      \
 			     "cmpl %[node], (%[tag])\n\t"                               \
 			     "jnz %l[cmpfail]\n\t"                                      \
-			     "movzwl (%[hdr]), %%eax\n\t"                               \
-			     "cmpw 6(%[hdr]), %%ax\n\t"                                 \
-			     "jae %l[cmpfail]\n\t"                                      \
+			     "movzwl %%ax, %%eax\n\t"                                   \
 			     "movq %[p], (%[region], %%rax, 8)\n\t" VC_RSEQ_INJECT_ASM(2) \
 			     "incl %%eax\n\t"                                           \
 			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
@@ -316,7 +340,7 @@ VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
 			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
 			       [region] "r"(region), [tag] "r"(tag), [node] "r"(node),  \
 			       [p] "r"(p)                                               \
-			     : VC_RSEQ_INJECT_CLOBBERS "rax", "memory", "cc"            \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "rdx", "memory", "cc"     \
 			     : aborted, cmpfail);                                       \
 		return 0;                                                       \
 	aborted:                                                                        \

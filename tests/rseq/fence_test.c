@@ -41,6 +41,12 @@
  * (guard values popped, duplicates): the zero stop is only safe for a stack that was
  * never live.
  *
+ * Every operation reads the header in one 64-bit load (rseq/arch/x86_64.h). When
+ * they read `current` and `begin`/`end` with two loads, a section starting after
+ * step 1 could pair the stopped `current` with the `begin`/`end` written by step 5
+ * and commit into the reopened stack: duplicates here, under load, about one run in
+ * ten.
+ *
  * Checked: no late commit; every object 1..M in exactly one place (stack, bag or
  * pool); every fence returned 0; sane headers and intact guards (stack_set.h).
  */
