@@ -36,7 +36,7 @@ static void defined_in_executable(void *fn, const char *name)
 
 int main(void)
 {
-	alarm(60);
+	vct_alarm(60);
 	void *volatile fns[] = {(void *)malloc,
 				(void *)free,
 				(void *)realloc,

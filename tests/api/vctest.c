@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -83,9 +84,21 @@ static void check_malloc_is_vcmalloc(void)
 		  (unsigned long long)after.allocated_bytes);
 }
 
+unsigned vct_time_scale(void)
+{
+	const char *s = getenv("VCTEST_TIME_SCALE");
+	long k = s ? strtol(s, NULL, 10) : 1;
+	return k < 1 ? 1 : k > 1000 ? 1000 : (unsigned)k;
+}
+
+void vct_alarm(unsigned seconds)
+{
+	alarm(seconds * vct_time_scale());
+}
+
 void vct_start(const char *name, unsigned seconds)
 {
-	alarm(seconds); /* SIGALRM's default action ends the process: a hang fails */
+	vct_alarm(seconds); /* a hang fails */
 	const char *expect = getenv("VCTEST_EXPECT_VCMALLOC");
 	if (expect && strcmp(expect, "1") == 0)
 		check_malloc_is_vcmalloc();

@@ -35,9 +35,17 @@ extern "C" {
 void vct_fail(const char *file, int line, const char *expr, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 4, 5)));
 
-/* Start of every test: arm alarm(seconds) so a hang fails instead of blocking, and
- * honour VCTEST_EXPECT_VCMALLOC. */
+/* Start of every test: arm vct_alarm(seconds) so a hang fails instead of blocking,
+ * and honour VCTEST_EXPECT_VCMALLOC. */
 void vct_start(const char *name, unsigned seconds);
+
+/* VCTEST_TIME_SCALE=K (1-1000, default 1) multiplies every hang guard, for machines
+ * that run the tests K times slower (tests/vm/checks/suite-in-guest sets it for a
+ * TCG guest). It stretches time limits only, never the work a test does. */
+unsigned vct_time_scale(void);
+
+/* alarm(seconds * vct_time_scale()): SIGALRM's default action ends the process. */
+void vct_alarm(unsigned seconds);
 
 /* The vcmalloc entry points, or NULL when vcmalloc is not loaded in this process. */
 struct vct_vcmalloc {

@@ -122,7 +122,8 @@ int main(int argc, char **argv)
 	ev.sigev_signo = SIGUSR1;
 	timer_t watchdog;
 	VCT_CHECK(timer_create(CLOCK_MONOTONIC, &ev, &watchdog) == 0, "timer_create");
-	struct itimerspec wd = {.it_value = {.tv_sec = 120 + forks_wanted / 10}};
+	struct itimerspec wd = {
+	    .it_value = {.tv_sec = (time_t)(120 + forks_wanted / 10) * vct_time_scale()}};
 	VCT_CHECK(timer_settime(watchdog, 0, &wd, NULL) == 0, "timer_settime");
 
 	sa.sa_handler = on_timer;

@@ -11,7 +11,7 @@
  *     (blocks of other threads, some of them freed on another vCPU in the parent);
  *   - runs rc_work itself, and starts two threads that do the same (the child's
  *     allocator must also work multi-threaded);
- *   - exits 0; any damage or hang makes it exit non-zero or be killed by alarm().
+ *   - exits 0; any damage or hang makes it exit non-zero or be killed by vct_alarm().
  * The parent waits for each child and requires status 0; its own blocks are checked
  * at the end. */
 #include "races.h"
@@ -41,7 +41,7 @@ static void *child_thread(void *arg)
 
 static void child(int n)
 {
-	alarm(60);
+	vct_alarm(60);
 	for (int i = 0; i < KEEP; i++)
 		rc_release(keep[i], "pre-fork block in the child");
 	rc_drain_table("exchange block in the child");

@@ -88,7 +88,7 @@ static void *child_thread(void *arg)
 
 static void child(void)
 {
-	alarm(30);
+	vct_alarm(30);
 	size_t freed = 0;
 	for (size_t i = 0; i < WORKERS * SLOTS_PER_WORKER; i++) {
 		unsigned char *p = atomic_load(&pool[i]);
