@@ -15,6 +15,9 @@ void *vc_os_map_aligned(size_t size, size_t align);
 void vc_os_unmap(void *p, size_t size);
 /* Give pages back to the OS; they read as zero when touched again. */
 void vc_os_release(void *p, size_t size);
+/* Never back [p, p + size) with transparent huge pages (where THP is "always", a
+ * first touch would otherwise make 2 MiB resident). */
+void vc_os_no_huge_pages(void *p, size_t size);
 /* Grow or shrink a mapping where it is (mremap without MAYMOVE). */
 bool vc_os_resize_in_place(void *p, size_t old_size, size_t new_size);
 /* Bind [p, p+size) to a NUMA node (mbind MPOL_PREFERRED); false if unsupported. */

@@ -54,8 +54,13 @@
 #define VC_LARGE_MAX ((size_t)1 << 20)
 #define VC_MAX_NODES 64
 
-/* Per-vCPU region: 2^18 bytes = 32768 slots of 8 bytes; slots [0, 97) are headers. */
+/* Per-vCPU region: 2^18 bytes = 32768 slots of 8 bytes; slots [0, 97) are headers.
+ * Regions start 2^21 bytes apart (VC_VCPU_STRIDE_SHIFT): each gets page-table pages
+ * of its own, so page faults of different vCPUs never share a page-table lock (they
+ * did, 8 regions per 2 MiB, and contended on it in many-CPU guests). The gaps are
+ * address space only. */
 #define VC_VCPU_SHIFT 18
+#define VC_VCPU_STRIDE_SHIFT 21
 #define VC_VCPU_REGION ((size_t)1 << VC_VCPU_SHIFT)
 #define VC_VCPU_SLOTS (VC_VCPU_REGION / 8)
 #define VC_VCPU_HEADER_SLOTS 128 /* one 1 KiB block of headers, then slot arrays */

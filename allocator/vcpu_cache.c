@@ -2,7 +2,8 @@
  * refill and overflow, capacity budgeting, drain and reclaim, and the locked
  * fallback mode.
  *
- * Memory: vc_g.vcpu_regions reserves VC_VCPU_REGION bytes of address space for
+ * Memory: vc_g.vcpu_regions reserves VC_VCPU_REGION bytes of address space (every
+ * 2^VC_VCPU_STRIDE_SHIFT bytes) for
  * every possible vCPU id, and vc_g.vcpus one state each; nothing of a region is
  * resident until its id is first used ("populated"). A populated region holds one
  * header word per class (slots 0..127) and each class's slot array at
@@ -36,10 +37,13 @@ static uint32_t slow_counter;
 void vc_cache_init(void)
 {
 	size_t n = vc_g.nvcpus;
-	vc_g.vcpu_regions = vc_os_reserve(n << VC_VCPU_SHIFT);
+	vc_g.vcpu_regions = vc_os_reserve(n << VC_VCPU_STRIDE_SHIFT);
 	vc_g.vcpus = vc_os_reserve((n * sizeof(struct vc_vcpu) + VC_OS_PAGE - 1) &
 				   ~(size_t)(VC_OS_PAGE - 1));
 	VC_ASSERT_ALWAYS(vc_g.vcpu_regions && vc_g.vcpus);
+	/* A region is 256 KiB in a 2 MiB stride: a huge page would make all of it
+	 * resident at the first touch. */
+	vc_os_no_huge_pages(vc_g.vcpu_regions, n << VC_VCPU_STRIDE_SHIFT);
 	last_reclaim_ms = vc_os_now_ms();
 }
 

@@ -15,7 +15,7 @@
 
 static inline char *vc_vcpu_region(uint32_t idx)
 {
-	return vc_g.vcpu_regions + ((size_t)idx << VC_VCPU_SHIFT);
+	return vc_g.vcpu_regions + ((size_t)idx << VC_VCPU_STRIDE_SHIFT);
 }
 
 static inline struct vc_rseq_stack *vc_vcpu_header(char *region, unsigned c)
