@@ -58,6 +58,18 @@
 #define VC_RSEQ_ASM_LOAD_HEADER                                                         \
 	"movq (%[hdr]), %%rax\n\t"                                                      \
 	"movq %%rax, %%rdx\n\t"
+/* The header in rax (current in ax); to cmpfail when the stack is empty
+ * (current <= begin) or, for the second, full (current >= end). Clobber rdx. */
+#define VC_RSEQ_ASM_HEADER_OR_EMPTY                                                     \
+	VC_RSEQ_ASM_LOAD_HEADER                                                         \
+	"shrq $32, %%rdx\n\t" /* dx = begin */                                          \
+	"cmpw %%dx, %%ax\n\t"                                                           \
+	"jbe %l[cmpfail]\n\t"
+#define VC_RSEQ_ASM_HEADER_OR_FULL                                                      \
+	VC_RSEQ_ASM_LOAD_HEADER                                                         \
+	"shrq $48, %%rdx\n\t" /* dx = end */                                            \
+	"cmpw %%dx, %%ax\n\t"                                                           \
+	"jae %l[cmpfail]\n\t"
 
 /* Descriptor (label 3), start (1), post-commit (2), abort handler (4). */
 #define VC_RSEQ_ASM_PROLOGUE(field_off)                                                 \
@@ -110,10 +122,7 @@
 	{                                                                               \
 		void *obj;                                                              \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
-			     VC_RSEQ_ASM_LOAD_HEADER                                    \
-			     "shrq $32, %%rdx\n\t" /* dx = begin */                     \
-			     "cmpw %%dx, %%ax\n\t"                                      \
-			     "jbe %l[cmpfail]\n\t" /* empty: current <= begin */        \
+			     VC_RSEQ_ASM_HEADER_OR_EMPTY                                \
 			     "movzwl %%ax, %%eax\n\t"                                   \
 			     "movq -8(%[region], %%rax, 8), %[obj]\n\t"                 \
 			     VC_RSEQ_INJECT_ASM(2)                                      \
@@ -139,10 +148,7 @@
 	    void *region, void *p)                                                      \
 	{                                                                               \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
-			     VC_RSEQ_ASM_LOAD_HEADER                                    \
-			     "shrq $48, %%rdx\n\t" /* dx = end */                       \
-			     "cmpw %%dx, %%ax\n\t"                                      \
-			     "jae %l[cmpfail]\n\t" /* full: current >= end */           \
+			     VC_RSEQ_ASM_HEADER_OR_FULL                                 \
 			     "movzwl %%ax, %%eax\n\t"                                   \
 			     "movq %[p], (%[region], %%rax, 8)\n\t" VC_RSEQ_INJECT_ASM(2) \
 			     "incl %%eax\n\t"                                           \
@@ -295,10 +301,7 @@ VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
 	{                                                                               \
 		void *obj;                                                              \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
-			     VC_RSEQ_ASM_LOAD_HEADER                                    \
-			     "shrq $32, %%rdx\n\t" /* dx = begin */                     \
-			     "cmpw %%dx, %%ax\n\t"                                      \
-			     "jbe %l[cmpfail]\n\t"                                      \
+			     VC_RSEQ_ASM_HEADER_OR_EMPTY                                \
 			     "movl " VC_RSEQ_STR(VC_RSEQ_OFF_NODE_ID) "(%[rs]), %%edx\n\t" \
 			     "cmpl %%edx, (%[tag])\n\t"                                 \
 			     "jnz %l[cmpfail]\n\t"                                      \
@@ -325,10 +328,7 @@ VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
 	    void *region, const uint32_t *tag, uint32_t node, void *p)                  \
 	{                                                                               \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
-			     VC_RSEQ_ASM_LOAD_HEADER                                    \
-			     "shrq $48, %%rdx\n\t" /* dx = end */                       \
-			     "cmpw %%dx, %%ax\n\t"                                      \
-			     "jae %l[cmpfail]\n\t"                                      \
+			     VC_RSEQ_ASM_HEADER_OR_FULL                                 \
 			     "cmpl %[node], (%[tag])\n\t"                               \
 			     "jnz %l[cmpfail]\n\t"                                      \
 			     "movzwl %%ax, %%eax\n\t"                                   \
