@@ -2,7 +2,7 @@
  *
  * A transfer array of free objects sits in front of the SMALL spans that still
  * have free objects (the "nonempty" list). vCPU caches take and give batches here.
- * All of it is under vc_centrals[node][class].lock; the page heap lock nests inside.
+ * All of it is under the lock of its struct vc_central; the page heap lock nests inside.
  *
  * Objects on a span's free list are linked through word 0 and carry their free tag
  * in word 1 (see types.h). Uncarved objects (never handed out since the span was
@@ -10,7 +10,36 @@
  */
 #include "internal.h"
 
-struct vc_central vc_centrals[VC_MAX_NODES][VC_NUM_CLASSES];
+struct vc_central *vc_central_nodes[VC_MAX_NODES];
+
+/* One mapping per node: the class headers first (a few pages, written here, so that
+ * no later access finds them unmapped: locks, counters and the idle scan's reads all
+ * land on pages already ours), then the transfer arrays, whose pages are first
+ * touched by an insert's write. A read before the first write would map the shared
+ * zero page, and the write after it would copy the page and flush the TLB of every
+ * CPU the process ran on. The mapping is bound to its node and kept out of
+ * transparent huge pages (a huge page would make all of it resident at once). */
+void vc_central_init(void)
+{
+	size_t head = (sizeof(struct vc_central) * VC_NUM_CLASSES + VC_OS_PAGE - 1) &
+		      ~(size_t)(VC_OS_PAGE - 1);
+	size_t arrays = sizeof(void *) * VC_TRANSFER_CAP * VC_NUM_CLASSES;
+	size_t size = (head + arrays + VC_OS_PAGE - 1) & ~(size_t)(VC_OS_PAGE - 1);
+	for (unsigned node = 0; node < vc_g.nnodes; node++) {
+		char *block = vc_os_reserve(size);
+		VC_ASSERT_ALWAYS(block != NULL);
+		vc_os_no_huge_pages(block, size);
+		if (vc_g.nnodes > 1 && vc_g.opt.numa)
+			vc_os_bind_node(block, size, node);
+		struct vc_central *ce = (struct vc_central *)block;
+		void **transfer = (void **)(block + head);
+		for (unsigned c = 0; c < VC_NUM_CLASSES; c++) {
+			vc_lock_init(&ce[c].lock);
+			ce[c].transfer = transfer + (size_t)c * VC_TRANSFER_CAP;
+		}
+		vc_central_nodes[node] = ce;
+	}
+}
 
 static void span_list_push(struct vc_span **head, struct vc_span *sp)
 {
@@ -87,7 +116,7 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 
 unsigned vc_central_remove(unsigned node, unsigned c, void **out, unsigned n)
 {
-	struct vc_central *ce = &vc_centrals[node][c];
+	struct vc_central *ce = vc_central_of(node, c);
 	vc_lock(&ce->lock);
 	ce->ops++;
 	unsigned got = 0;
@@ -127,7 +156,7 @@ void vc_central_insert(unsigned c, void *const *in, unsigned n)
 		/* Objects of one node at a time: a run of objects from the same node. */
 		struct vc_span *sp0 = vc_span_of(vc_segment_of(in[i]), in[i]);
 		unsigned node = sp0->node;
-		struct vc_central *ce = &vc_centrals[node][c];
+		struct vc_central *ce = vc_central_of(node, c);
 		vc_lock(&ce->lock);
 		ce->ops++;
 		const uint32_t cap = vc_classes[c].transfer_cap;
@@ -160,7 +189,7 @@ void vc_central_flush(void)
 {
 	for (unsigned node = 0; node < vc_g.nnodes; node++) {
 		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-			struct vc_central *ce = &vc_centrals[node][c];
+			struct vc_central *ce = vc_central_of(node, c);
 			vc_lock(&ce->lock);
 			flush_transfer(ce);
 			vc_unlock(&ce->lock);
@@ -175,7 +204,7 @@ void vc_central_trim_idle(void)
 {
 	for (unsigned node = 0; node < vc_g.nnodes; node++) {
 		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-			struct vc_central *ce = &vc_centrals[node][c];
+			struct vc_central *ce = vc_central_of(node, c);
 			if (!vc_lock_try(&ce->lock))
 				continue;
 			if (ce->transfer_count > 0 && ce->ops == ce->ops_at_scan)

@@ -30,7 +30,7 @@ static void lock_below_cache(void)
 {
 	for (unsigned n = 0; n < vc_g.nnodes; n++)
 		for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
-			vc_lock(&vc_centrals[n][c].lock);
+			vc_lock(&vc_central_of(n, c)->lock);
 	for (unsigned n = 0; n < vc_g.nnodes; n++)
 		vc_lock(&vc_pageheaps[n].lock);
 	vc_lock(&vc_os_lock);
@@ -44,7 +44,7 @@ static void unlock_below_cache(bool child)
 		release(&vc_pageheaps[n].lock);
 	for (unsigned n = 0; n < vc_g.nnodes; n++)
 		for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
-			release(&vc_centrals[n][c].lock);
+			release(&vc_central_of(n, c)->lock);
 }
 
 /* A single-threaded process may fork from a signal handler that interrupted
@@ -132,6 +132,7 @@ void vc_init_slow(void)
 	vc_sizeclass_init();
 	vc_registry_init();
 	vc_pageheap_init();
+	vc_central_init();
 	vc_cache_init();
 	int fast = vc_g.mode == VCMALLOC_INDEX_FALLBACK ? VC_FAST_NONE
 			: (vc_g.mode == VCMALLOC_INDEX_VCPU ? VC_FAST_MM_CID : VC_FAST_CPU_ID) +

@@ -34,6 +34,7 @@ struct vc_options {
 	uint64_t reclaim_ms;        /* idle time before a vCPU cache is drained */
 	uint64_t decay_ms;          /* free pages kept this long before release */
 	int numa;                   /* 0 off, 1 on (default when > 1 node) */
+	int huge_pages;             /* 0: segments opt out of transparent huge pages */
 };
 void vc_options_load(struct vc_options *o) VC_HIDDEN;
 
@@ -121,7 +122,12 @@ void vc_pageheap_decay(unsigned node, bool force) VC_HIDDEN;
 void vc_pageheap_maybe_decay(void) VC_HIDDEN;
 
 /* ---- central.c: per (node, class) transfer arrays and span lists ---- */
-extern struct vc_central vc_centrals[VC_MAX_NODES][VC_NUM_CLASSES] VC_HIDDEN;
+extern struct vc_central *vc_central_nodes[VC_MAX_NODES] VC_HIDDEN;
+static inline struct vc_central *vc_central_of(unsigned node, unsigned c)
+{
+	return &vc_central_nodes[node][c];
+}
+void vc_central_init(void) VC_HIDDEN;
 /* Up to n free objects of class c into out[]; returns how many (0: OOM). */
 unsigned vc_central_remove(unsigned node, unsigned c, void **out, unsigned n) VC_HIDDEN;
 /* Give n free objects (all tagged free) of class c back. */
@@ -148,6 +154,7 @@ extern uint64_t vc_cache_bytes_peak VC_HIDDEN;
 extern uint32_t vc_cache_populated_now VC_HIDDEN;
 extern uint32_t vc_cache_populated_peak VC_HIDDEN;
 extern uint64_t vc_cache_reclaims VC_HIDDEN;
+extern uint64_t vc_cache_node_moves VC_HIDDEN;
 extern uint64_t vc_cache_fallback_ops VC_HIDDEN;
 
 /* ---- alloc.c: the malloc family (exported through override.c) ---- */

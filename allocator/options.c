@@ -78,4 +78,7 @@ void vc_options_load(struct vc_options *o)
 	uint64_t numa = 1;
 	number("VCMALLOC_NUMA", &numa);
 	o->numa = numa != 0;
+	uint64_t huge = 0;
+	number("VCMALLOC_HUGE_PAGES", &huge);
+	o->huge_pages = huge != 0;
 }

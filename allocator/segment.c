@@ -23,6 +23,9 @@ void vc_registry_init(void)
 	size_t bytes = (size_t)1 << (VC_ADDRESS_BITS - VC_UNIT_SHIFT);
 	vc_g.registry = vc_os_reserve(bytes);
 	VC_ASSERT_ALWAYS(vc_g.registry != NULL);
+	/* Free reads it everywhere: with huge pages, each read of a new area would map a
+	 * 2 MiB zero page and each first write would make 2 MiB resident. */
+	vc_os_no_huge_pages(vc_g.registry, bytes);
 }
 
 static void registry_set(const void *p, size_t size, unsigned first, unsigned rest)
@@ -41,6 +44,12 @@ struct vc_segment *vc_segment_map(unsigned node)
 		return NULL;
 	if (vc_g.nnodes > 1 && vc_g.opt.numa)
 		vc_os_bind_node(s, VC_UNIT_SIZE, node);
+	/* Where the system gives transparent huge pages to every mapping, the first
+	 * touch of a segment would make 2 MiB resident (and clear it) for a few small
+	 * spans, and every partial release would split it again: small and large
+	 * objects live in 4 KiB pages unless VCMALLOC_HUGE_PAGES=1. */
+	if (!vc_g.opt.huge_pages)
+		vc_os_no_huge_pages(s, VC_UNIT_SIZE);
 	s->magic = vc_g.secret ^ (uintptr_t)s;
 	s->node = (uint8_t)node;
 	vc_lock(&vc_os_lock);

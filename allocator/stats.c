@@ -23,6 +23,7 @@ static void fill(struct vcmalloc_stats *st)
 	    __atomic_load_n(&vc_cache_populated_peak, __ATOMIC_RELAXED);
 	st->vcpu_reclaims = __atomic_load_n(&vc_cache_reclaims, __ATOMIC_RELAXED);
 	st->rseq_fallbacks = __atomic_load_n(&vc_cache_fallback_ops, __ATOMIC_RELAXED);
+	st->vcpu_node_moves = __atomic_load_n(&vc_cache_node_moves, __ATOMIC_RELAXED);
 	st->nodes = vc_g.nnodes;
 	uint64_t mapped = 0, resident = 0, small_out = 0;
 	for (unsigned n = 0; n < vc_g.nnodes && n < VCMALLOC_MAX_NODES; n++) {
@@ -34,7 +35,7 @@ static void fill(struct vcmalloc_stats *st)
 		uint64_t cached = ph->free_bytes > rel ? ph->free_bytes - rel : 0;
 		vc_unlock(&ph->lock);
 		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-			struct vc_central *ce = &vc_centrals[n][c];
+			struct vc_central *ce = vc_central_of(n, c);
 			cached += __atomic_load_n(&ce->free_objects, __ATOMIC_RELAXED) *
 				  vc_classes[c].size;
 			small_out += (__atomic_load_n(&ce->span_out, __ATOMIC_RELAXED) -
@@ -111,6 +112,7 @@ int vcmalloc_stats_json(int fd)
 	put_u64(&o, "allocated_bytes", st.allocated_bytes, true);
 	put_u64(&o, "vcpu_reclaims", st.vcpu_reclaims, true);
 	put_u64(&o, "rseq_fallbacks", st.rseq_fallbacks, true);
+	put_u64(&o, "vcpu_node_moves", st.vcpu_node_moves, true);
 	put_u64(&o, "numa_nodes", st.nodes, false);
 	put(&o, ", \"nodes\": [");
 	for (unsigned n = 0; n < st.nodes; n++) {

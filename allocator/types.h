@@ -139,7 +139,9 @@ struct vc_class_info {
 };
 
 /* Central free lists of one (node, class). The transfer array holds at most the
- * class's transfer_cap objects (<= VC_TRANSFER_CAP, about 256 KiB of objects). */
+ * class's transfer_cap objects (<= VC_TRANSFER_CAP, about 256 KiB of objects).
+ * The headers of a node's classes are packed together, apart from the transfer
+ * arrays (see central.c). */
 #define VC_TRANSFER_CAP 128
 struct vc_central {
 	vc_lock_t lock;
@@ -149,8 +151,8 @@ struct vc_central {
 	struct vc_span *nonempty; /* SMALL spans with free or uncarved objects */
 	uint64_t free_objects;    /* on span free lists + uncarved + in transfer */
 	uint64_t span_out;        /* objects taken out of spans (incl. in transfer) */
-	void *transfer[VC_TRANSFER_CAP];
-};
+	void **transfer;          /* [VC_TRANSFER_CAP], slots [0, transfer_count) used */
+} __attribute__((aligned(64)));
 
 /* Page heap of one node. */
 #define VC_FREE_LISTS 129 /* exact page counts 1..128, [0] for anything larger */

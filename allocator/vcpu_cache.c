@@ -28,9 +28,14 @@ uint64_t vc_cache_bytes_peak;
 uint32_t vc_cache_populated_now;
 uint32_t vc_cache_populated_peak;
 uint64_t vc_cache_reclaims;
+uint64_t vc_cache_node_moves;
 uint64_t vc_cache_fallback_ops;
 
 static vc_lock_t reclaim_lock = VC_LOCK_INIT;
+/* 1 + the highest id ever populated: the reclaim scan reads no vc_vcpu beyond it
+ * (a read of a never-written page of vc_g.vcpus maps the zero page, and the first
+ * write after it costs a copy and a TLB flush on every CPU of the process). */
+static uint32_t populated_bound;
 static uint64_t last_reclaim_ms;
 static uint32_t slow_counter;
 
@@ -69,7 +74,7 @@ static unsigned current_node(void)
 }
 
 static void note_peak(void);
-static bool drain(uint32_t idx);
+static void move_to_node(uint32_t idx, unsigned node);
 
 /* Lock held. Headers go from zero to "empty, capacity 0"; the region's objects
  * will be of node `node`. */
@@ -94,6 +99,12 @@ static void populate_locked(uint32_t idx, unsigned node)
 	v->capacity_bytes = 0;
 	v->idle_scans = 0;
 	v->populated = 1;
+	if (idx >= __atomic_load_n(&populated_bound, __ATOMIC_RELAXED)) {
+		uint32_t b = __atomic_load_n(&populated_bound, __ATOMIC_RELAXED);
+		while (b < idx + 1 && !__atomic_compare_exchange_n(&populated_bound, &b, idx + 1, 1,
+								    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			;
+	}
 	uint32_t now = __atomic_add_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
 	uint32_t peak = __atomic_load_n(&vc_cache_populated_peak, __ATOMIC_RELAXED);
 	while (now > peak && !__atomic_compare_exchange_n(&vc_cache_populated_peak, &peak, now,
@@ -128,7 +139,8 @@ static uint64_t touched_pages(const struct vc_vcpu *v)
 void vc_cache_stats(struct vcmalloc_stats *st)
 {
 	uint64_t bytes = 0, objects = 0;
-	for (uint32_t idx = 0; idx < vc_g.nvcpus; idx++) {
+	uint32_t bound = __atomic_load_n(&populated_bound, __ATOMIC_ACQUIRE);
+	for (uint32_t idx = 0; idx < bound; idx++) {
 		struct vc_vcpu *v = &vc_g.vcpus[idx];
 		if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
 			continue;
@@ -444,8 +456,7 @@ void *vc_cache_alloc_slow(unsigned c)
 	} else if (vc_g.numa_cache && v->node != node) {
 		/* This vCPU id now runs on another node: flush its cache (objects go
 		 * home to their node) and start again with local objects. */
-		drain(idx);
-		populate(idx, node);
+		move_to_node(idx, node);
 	}
 	count_slow_event(v, c);
 	if (vc_lock_try(&v->lock)) {
@@ -527,6 +538,17 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
  * keeps `current` and makes every operation fail, also after a late 16-bit commit.
  * No resize can be in flight: resizes hold this vCPU's lock. Returns false (lock
  * released) when idx is not populated; otherwise the lock stays held. */
+static void stop_all_locked(uint32_t idx)
+{
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+		uint64_t *hw = header_word(idx, c);
+		uint64_t h = __atomic_load_n(hw, __ATOMIC_ACQUIRE);
+		while (!__atomic_compare_exchange_n(hw, &h, vc_rseq_stack_stop_word(h), 0,
+						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			;
+	}
+}
+
 static bool drain_stop(uint32_t idx)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
@@ -535,21 +557,16 @@ static bool drain_stop(uint32_t idx)
 		vc_unlock(&v->lock);
 		return false;
 	}
-	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-		uint64_t *hw = header_word(idx, c);
-		uint64_t h = __atomic_load_n(hw, __ATOMIC_ACQUIRE);
-		while (!__atomic_compare_exchange_n(hw, &h, vc_rseq_stack_stop_word(h), 0,
-						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			;
-	}
+	stop_all_locked(idx);
 	return true;
 }
 
 /* Phase 2, after the fence (rseq modes; in fallback mode the lock held is enough):
  * sections that read a live header before the stop are aborted or have committed,
  * so the low 16 bits of each stopped word are the final `current`; a class's slots
- * begin at its slot_base. Moves the objects out, releases the region, unlocks. */
-static void drain_finish(uint32_t idx)
+ * begin at its slot_base. Moves the objects out (each goes home to its node's
+ * central list); the headers stay stopped. */
+static void drain_move_objects(uint32_t idx)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	void **slots = (void **)vc_vcpu_region(idx);
@@ -561,10 +578,18 @@ static void drain_finish(uint32_t idx)
 		if (current > begin)
 			vc_central_insert(c, &slots[begin], current - begin);
 		v->capacity[c] = 0;
-		v->high_water[c] = 0;
 		v->misses[c] = 0;
 	}
 	v->capacity_bytes = 0;
+}
+
+/* Phase 2 of a reclaim: objects out, region released, unlocks. */
+static void drain_finish(uint32_t idx)
+{
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	drain_move_objects(idx);
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
+		v->high_water[c] = 0;
 	vc_os_release(vc_vcpu_region(idx), VC_VCPU_REGION);
 	__atomic_store_n(&v->populated, 0, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
@@ -593,9 +618,38 @@ static int drain_group(const uint32_t *idx, unsigned n)
 	return (int)k;
 }
 
-static bool drain(uint32_t idx)
+/* idx's id now runs on `node`, not on the node its cache holds objects of: empty
+ * the cache (the objects go home) and reopen it for `node`. Like a drain (stop,
+ * fence, move) but the region's pages stay: the id is in use, and releasing them
+ * would only make the next operations fault them back in (each release and each
+ * first write after it flushes the TLB of every CPU the process ran on). The slot
+ * pages touched so far stay resident and stay counted (high_water is kept). */
+static void move_to_node(uint32_t idx, unsigned node)
 {
-	return drain_group(&idx, 1) == 1;
+	bool fallback = vc_g.mode == VCMALLOC_INDEX_FALLBACK;
+	if (!fallback && !vc_rseq_info_.fence)
+		return; /* cannot stop the sections of another CPU: the cache stays as is */
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	vc_lock(&v->lock);
+	if (!v->populated || v->node == node) {
+		/* Drained by a reclaim, or moved by the thread that ran as idx before. */
+		populate_locked(idx, node);
+		vc_unlock(&v->lock);
+		return;
+	}
+	stop_all_locked(idx);
+	if (!fallback)
+		vc_rseq_fence();
+	drain_move_objects(idx);
+	/* Stopped -> zero -> open: every section reads its header in one load, so it
+	 * sees one of the three, and only the last lets it in. */
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
+		__atomic_store_n(header_word(idx, c), 0, __ATOMIC_RELEASE);
+	v->populated = 0;
+	__atomic_sub_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
+	populate_locked(idx, node);
+	__atomic_add_fetch(&vc_cache_node_moves, 1, __ATOMIC_RELAXED);
+	vc_unlock(&v->lock);
 }
 
 static uint64_t header_sum(uint32_t idx)
@@ -614,7 +668,8 @@ int vc_cache_reclaim(bool force)
 	int drained = 0;
 	uint32_t group[VC_DRAIN_GROUP];
 	unsigned n = 0;
-	for (uint32_t idx = 0; idx < vc_g.nvcpus; idx++) {
+	uint32_t bound = __atomic_load_n(&populated_bound, __ATOMIC_ACQUIRE);
+	for (uint32_t idx = 0; idx < bound; idx++) {
 		struct vc_vcpu *v = &vc_g.vcpus[idx];
 		if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
 			continue;

@@ -47,6 +47,8 @@ struct vcmalloc_stats {
 	uint64_t allocated_bytes;           /* bytes in live allocations (usable sizes) */
 	uint64_t vcpu_reclaims;             /* vCPU caches drained and released */
 	uint64_t rseq_fallbacks;            /* operations done without rseq */
+	uint64_t vcpu_node_moves;           /* vCPU caches emptied because their id
+	                                       ran on another NUMA node */
 	uint32_t nodes;                     /* NUMA nodes in use */
 	struct vcmalloc_node_stats node[VCMALLOC_MAX_NODES];
 };
