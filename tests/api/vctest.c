@@ -91,6 +91,19 @@ unsigned vct_time_scale(void)
 	return k < 1 ? 1 : k > 1000 ? 1000 : (unsigned)k;
 }
 
+unsigned vct_work_divisor(void)
+{
+	const char *s = getenv("VCTEST_WORK_DIVISOR");
+	long d = s ? strtol(s, NULL, 10) : 1;
+	return d < 1 ? 1 : d > 100 ? 100 : (unsigned)d;
+}
+
+long vct_work(long n, long least)
+{
+	long w = n / (long)vct_work_divisor();
+	return w < least ? least : w;
+}
+
 void vct_alarm(unsigned seconds)
 {
 	alarm(seconds * vct_time_scale());

@@ -47,6 +47,14 @@ unsigned vct_time_scale(void);
 /* alarm(seconds * vct_time_scale()): SIGALRM's default action ends the process. */
 void vct_alarm(unsigned seconds);
 
+/* VCTEST_WORK_DIVISOR=D (1-100, default 1) divides the iteration counts of the
+ * long stress programs (tests/stress), for machines too slow to run them in full:
+ * a 64-vCPU TCG guest on two host cores runs them about 170 times slower. Threads,
+ * sizes, the paths exercised and every check stay the same; only the number of
+ * rounds shrinks. vct_work(n, least) is n / D, but never below least. */
+unsigned vct_work_divisor(void);
+long vct_work(long n, long least);
+
 /* The vcmalloc entry points, or NULL when vcmalloc is not loaded in this process. */
 struct vct_vcmalloc {
 	int (*stats)(struct vcmalloc_stats *out);

@@ -121,7 +121,8 @@ int main(void)
 		VCT_CHECK(pthread_create(&t[i], NULL, worker, (void *)i) == 0, "pthread_create");
 
 	int failures = 0;
-	for (int f = 0; f < FORKS; f++) {
+	const long forks = vct_work(FORKS, 8);
+	for (int f = 0; f < forks; f++) {
 		fflush(NULL);
 		pid_t pid = fork();
 		VCT_CHECK(pid >= 0, "fork failed");
@@ -145,7 +146,7 @@ int main(void)
 		VCT_CHECK(pthread_join(t[i], NULL) == 0, "pthread_join");
 	for (size_t i = 0; i < WORKERS * SLOTS_PER_WORKER; i++)
 		check_and_free(atomic_exchange(&pool[i], NULL), "parent at exit");
-	VCT_CHECK(failures == 0, "%d of %d children failed", failures, FORKS);
-	printf("fork_threads: ok (%d forks while %d threads allocated)\n", FORKS, WORKERS);
+	VCT_CHECK(failures == 0, "%d of %ld children failed", failures, forks);
+	printf("fork_threads: ok (%ld forks while %d threads allocated)\n", forks, WORKERS);
 	return 0;
 }

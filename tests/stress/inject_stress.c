@@ -158,6 +158,7 @@ static void *knobs_main(void *arg)
 int main(int argc, char **argv)
 {
 	vct_start("inject_stress", 600);
+	ops_per_thread = vct_work(ops_per_thread, 20000);
 	if (argc > 1)
 		ops_per_thread = atol(argv[1]);
 	struct vcmalloc_stats before;

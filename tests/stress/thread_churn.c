@@ -89,7 +89,9 @@ int main(void)
 	static struct thread_work work[THREADS_PER_ROUND];
 	struct sample base = {0, 0, 0};
 	unsigned next_id = 0;
-	for (int round = 0; round < ROUNDS; round++) {
+	/* At least 2 * BASELINE_ROUND: the leak check needs rounds after the baseline. */
+	const long rounds = vct_work(ROUNDS, 2 * BASELINE_ROUND);
+	for (int round = 0; round < rounds; round++) {
 		if (round == BASELINE_ROUND)
 			base = take_sample();
 		pthread_t t[THREADS_PER_ROUND];

@@ -181,7 +181,8 @@ static void *worker(void *arg)
 	memset(mine, 0, sizeof(mine));
 	uint64_t rng = 0x5eed0000ull + me;
 
-	for (int op = 0; op < OPS_PER_THREAD; op++) {
+	const long ops = vct_work(OPS_PER_THREAD, 500);
+	for (long op = 0; op < ops; op++) {
 		unsigned what = (unsigned)(vct_rand(&rng) % 100);
 		struct block *slot = &mine[vct_rand(&rng) % SLOTS];
 		if (what < 10) {
@@ -254,7 +255,7 @@ int main(void)
 			  "%u caches for %u possible CPUs", s.vcpu_caches_populated_peak,
 			  s.possible_cpus);
 	}
-	printf("threads_verify: ok (%d threads x %d operations, %zu exchange blocks at exit)\n",
-	       THREADS, OPS_PER_THREAD, left);
+	printf("threads_verify: ok (%d threads x %ld operations, %zu exchange blocks at exit)\n",
+	       THREADS, vct_work(OPS_PER_THREAD, 500), left);
 	return 0;
 }
