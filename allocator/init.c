@@ -72,17 +72,44 @@ static void fork_parent(void)
 	vc_unlock(&init_lock);
 }
 
+/* Threads that have allocated and not exited, and the most there were since the
+ * last shrink (the mark). When a crowd of threads is gone, the vCPU caches they
+ * filled and the pages their data used are idle by construction: they are given
+ * back now, not at the next reclaim tick, which only comes with a later allocation
+ * and may never come in a process that went quiet. "Gone": at most one thread of a
+ * mark of 8 or more is left; or a quarter of the mark is left, at most once per half
+ * reclaim period (the crowd's last threads may still fill caches: the last exit
+ * shrinks again). */
+static uint32_t live_threads, live_threads_mark;
+static uint64_t last_shrink_ms;
+
 static void fork_child(void)
 {
 	unlock_below_cache(true);
 	vc_cache_unlock_all(true);
 	vc_lock_init(&init_lock);
 	vc_rseq_fence_after_fork();
+	/* The child has one thread: the one that forked. */
+	live_threads = live_threads_mark = thread_noted ? 1 : 0;
 }
 
 static void thread_exit(void *arg)
 {
 	(void)arg;
+	uint32_t live = __atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
+	uint32_t mark = __atomic_load_n(&live_threads_mark, __ATOMIC_RELAXED);
+	uint64_t now = vc_os_now_ms();
+	bool gone = live <= 1 ||
+		    (live <= mark / 4 &&
+		     now - __atomic_load_n(&last_shrink_ms, __ATOMIC_RELAXED) >= vc_g.opt.reclaim_ms / 2);
+	if (mark >= 8 && gone && vc_g.opt.reclaim_ms != 0 &&
+	    __atomic_compare_exchange_n(&live_threads_mark, &mark, live, 0, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED)) {
+		__atomic_store_n(&last_shrink_ms, now, __ATOMIC_RELAXED);
+		vc_cache_reclaim(true);
+		vcmalloc_release_free_memory();
+		return;
+	}
 	vc_cache_maybe_reclaim();
 }
 
@@ -92,6 +119,11 @@ void vc_thread_note(void)
 		return;
 	thread_noted = 1;
 	pthread_setspecific(exit_key, (void *)1);
+	uint32_t live = __atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED);
+	uint32_t mark = __atomic_load_n(&live_threads_mark, __ATOMIC_RELAXED);
+	while (live > mark && !__atomic_compare_exchange_n(&live_threads_mark, &mark, live, 1,
+							   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 }
 
 static int choose_mode(const struct vc_rseq_info *ri, int want)
