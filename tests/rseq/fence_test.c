@@ -278,15 +278,19 @@ int main(int argc, char **argv)
 		FATAL("bad arguments");
 	harness_watchdog((unsigned)(ms / 1000) + 40);
 	info = vc_rseq_init();
-	if (!info->has_cpu_id || !info->has_mm_cid)
-		FATAL("needs rseq with mm_cid (owner %d, feature size %u)", info->owner,
-		      info->kernel_feature_size);
+	if (!info->has_cpu_id)
+		FATAL("needs rseq (owner %d)", info->owner);
+	if (!info->has_mm_cid)
+		printf("the kernel does not provide mm_cid (feature size %u): the stacks are "
+		       "indexed by cpu_id\n",
+		       info->kernel_feature_size);
 	if (!info->fence)
 		FATAL("membarrier private-expedited-rseq is not available: no fence");
 	struct cpu_list allowed;
 	cpu_list_allowed(&allowed);
 
-	stack_set_init(&set, VC_RSEQ_INDEX_MM_CID, info->possible_cpus, END);
+	stack_set_init(&set, info->has_mm_cid ? VC_RSEQ_INDEX_MM_CID : VC_RSEQ_INDEX_CPU_ID,
+		       info->possible_cpus, END);
 	long objects = (long)threads * BAG_INIT;
 	workers = aligned_alloc(64, (size_t)threads * sizeof *workers);
 	pool_size = 2 * objects;

@@ -284,9 +284,11 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	harness_watchdog(40);
 	const struct vc_rseq_info *info = vc_rseq_init();
-	if (!info->has_cpu_id || !info->has_mm_cid)
-		FATAL("needs rseq with mm_cid (owner %d, feature size %u)", info->owner,
-		      info->kernel_feature_size);
+	if (!info->has_cpu_id)
+		FATAL("needs rseq (owner %d)", info->owner);
+	if (!info->has_mm_cid)
+		printf("the kernel does not provide mm_cid (feature size %u): cpu_id only\n",
+		       info->kernel_feature_size);
 	rs = vc_rseq_area();
 	if (!rs)
 		FATAL("no rseq area");
@@ -299,17 +301,20 @@ int main(void)
 #endif
 	for (int round = 0; round < 100; round++) {
 		stack_semantics(VC_RSEQ_INDEX_CPU_ID, "cpu_id");
-		stack_semantics(VC_RSEQ_INDEX_MM_CID, "mm_cid");
+		if (info->has_mm_cid)
+			stack_semantics(VC_RSEQ_INDEX_MM_CID, "mm_cid");
 		foreign_index_semantics(VC_RSEQ_INDEX_CPU_ID, "cpu_id");
-		foreign_index_semantics(VC_RSEQ_INDEX_MM_CID, "mm_cid");
+		if (info->has_mm_cid)
+			foreign_index_semantics(VC_RSEQ_INDEX_MM_CID, "mm_cid");
 		if (harness_failures)
 			break;
 	}
 	printf("%s build, owner %s, pinned to cpu %d (mm_cid %d): 100 rounds of every "
-	       "operation on both indexes; %ld -1 returns (%ld from preemption, retried)\n",
+	       "operation on %s; %ld -1 returns (%ld from preemption, retried)\n",
 	       INJECT_BUILD ? "injection" : "plain",
 	       info->owner == VC_RSEQ_OWNER_GLIBC ? "glibc" : "self", allowed.cpu[0],
-	       vc_rseq_current_mm_cid(), minus_ones, retries);
+	       vc_rseq_current_mm_cid(), info->has_mm_cid ? "both indexes" : "the cpu_id index",
+	       minus_ones, retries);
 #if INJECT_BUILD
 	vc_rseq_inject_delay = 0;
 	printf("vc_rseq_inject_aborts: %ld\n", (long)vc_rseq_inject_aborts);

@@ -151,10 +151,13 @@ int main(int argc, char **argv)
 	info = vc_rseq_init();
 	if (!info->has_cpu_id)
 		FATAL("rseq is not available (owner none): critical sections cannot run");
+	/* Without mm_cid (kernels before 6.3) both sets are indexed by cpu_id. */
 	if (!info->has_mm_cid)
-		FATAL("the kernel does not provide mm_cid (feature size %u)",
-		      info->kernel_feature_size);
-	stack_set_init(&sets[0], VC_RSEQ_INDEX_MM_CID, info->possible_cpus, END_INIT);
+		printf("the kernel does not provide mm_cid (feature size %u): both stack sets "
+		       "are indexed by cpu_id\n",
+		       info->kernel_feature_size);
+	stack_set_init(&sets[0], info->has_mm_cid ? VC_RSEQ_INDEX_MM_CID : VC_RSEQ_INDEX_CPU_ID,
+		       info->possible_cpus, END_INIT);
 	stack_set_init(&sets[1], VC_RSEQ_INDEX_CPU_ID, info->possible_cpus, END_INIT);
 	long objects = (long)threads * BAG_INIT;
 	workers = aligned_alloc(64, (size_t)threads * sizeof *workers);
