@@ -1,5 +1,6 @@
 /* stats_report (vcmalloc only): the introspection interface tells the truth.
- *   - stats.index is the mode VCMALLOC_INDEX asked for (vcpu when unset);
+ *   - stats.index is the mode VCMALLOC_INDEX asked for (vcpu when unset), or cpu
+ *     where vcpu was asked and the kernel has no mm_cid (AT_RSEQ_FEATURE_SIZE < 28);
  *   - possible_cpus is the possible-CPU count of the machine
  *     (/sys/devices/system/cpu/possible), not the online or affinity count;
  *   - the byte counters are consistent: allocated <= resident <= mapped,
@@ -12,6 +13,7 @@
 #include "vctest.h"
 
 #include <malloc.h>
+#include <sys/auxv.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -100,6 +102,9 @@ int main(void)
 	struct vcmalloc_stats s;
 	vct_stats(&s);
 	int want = vct_env_index_mode() < 0 ? VCMALLOC_INDEX_VCPU : vct_env_index_mode();
+	/* Kernels before 6.3 (feature size 0 or 20) have no mm_cid: vcpu falls to cpu. */
+	if (want == VCMALLOC_INDEX_VCPU && getauxval(27 /* AT_RSEQ_FEATURE_SIZE */) < 28)
+		want = VCMALLOC_INDEX_CPU;
 	/* Where rseq is denied the mode asked for cannot be had: the test says which
 	 * mode vcmalloc must have fallen back to. */
 	const char *fell = getenv("STATS_EXPECT_INDEX");
