@@ -51,8 +51,8 @@ int main(void)
 	/* the archive's allocator runs in the mode the environment asks for */
 	struct vcmalloc_stats st;
 	VCT_CHECK(vcmalloc_stats(&st) == 0, "vcmalloc_stats failed");
-	const int mode = vct_env_index_mode();
-	VCT_CHECK(mode < 0 || (int)st.index == mode, "index mode %d, VCMALLOC_INDEX asks %d",
+	const int mode = vct_expected_index_mode();
+	VCT_CHECK((int)st.index == mode, "index mode %d, expected %d for VCMALLOC_INDEX",
 		  (int)st.index, mode);
 
 	/* our own malloc */

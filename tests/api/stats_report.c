@@ -13,7 +13,6 @@
 #include "vctest.h"
 
 #include <malloc.h>
-#include <sys/auxv.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -101,10 +100,7 @@ int main(void)
 	VCT_CHECK(vct_under_vcmalloc(), "stats_report needs vcmalloc");
 	struct vcmalloc_stats s;
 	vct_stats(&s);
-	int want = vct_env_index_mode() < 0 ? VCMALLOC_INDEX_VCPU : vct_env_index_mode();
-	/* Kernels before 6.3 (feature size 0 or 20) have no mm_cid: vcpu falls to cpu. */
-	if (want == VCMALLOC_INDEX_VCPU && getauxval(27 /* AT_RSEQ_FEATURE_SIZE */) < 28)
-		want = VCMALLOC_INDEX_CPU;
+	int want = vct_expected_index_mode();
 	/* Where rseq is denied the mode asked for cannot be had: the test says which
 	 * mode vcmalloc must have fallen back to. */
 	const char *fell = getenv("STATS_EXPECT_INDEX");

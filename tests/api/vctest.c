@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -171,6 +172,16 @@ long vct_proc_status_kib(const char *field)
 	}
 	fclose(f);
 	return value;
+}
+
+int vct_expected_index_mode(void)
+{
+	int mode = vct_env_index_mode();
+	if (mode < 0)
+		mode = VCMALLOC_INDEX_VCPU;
+	if (mode == VCMALLOC_INDEX_VCPU && getauxval(27 /* AT_RSEQ_FEATURE_SIZE */) < 28)
+		mode = VCMALLOC_INDEX_CPU;
+	return mode;
 }
 
 int vct_env_index_mode(void)

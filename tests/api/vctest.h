@@ -107,6 +107,11 @@ long vct_proc_status_kib(const char *field);
 /* Index mode named by VCMALLOC_INDEX, or -1 when the variable is unset or unknown. */
 int vct_env_index_mode(void);
 
+/* The mode vcmalloc must run in for VCMALLOC_INDEX (vcpu when unset), after its
+ * documented fallback: vcpu becomes cpu on a kernel without mm_cid
+ * (AT_RSEQ_FEATURE_SIZE below 28, e.g. 6.1). */
+int vct_expected_index_mode(void);
+
 #ifdef __cplusplus
 }
 #endif
