@@ -534,10 +534,9 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
  * every CPU running the process: one per group, not one per vCPU). */
 #define VC_DRAIN_GROUP 16
 
-/* Phase 1: lock idx and stop every class (see struct vc_rseq_stack): the stop word
- * keeps `current` and makes every operation fail, also after a late 16-bit commit.
- * No resize can be in flight: resizes hold this vCPU's lock. Returns false (lock
- * released) when idx is not populated; otherwise the lock stays held. */
+/* idx's lock held: stop every class (see struct vc_rseq_stack): the stop word keeps
+ * `current` and makes every operation fail, also after a late 16-bit commit. No
+ * resize can be in flight: resizes hold this vCPU's lock. */
 static void stop_all_locked(uint32_t idx)
 {
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
@@ -549,6 +548,8 @@ static void stop_all_locked(uint32_t idx)
 	}
 }
 
+/* Phase 1: lock idx and stop it. Returns false (lock released) when idx is not
+ * populated; otherwise the lock stays held. */
 static bool drain_stop(uint32_t idx)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
@@ -635,6 +636,7 @@ static void move_to_node(uint32_t idx, unsigned node)
 		/* Drained by a reclaim, or moved by the thread that ran as idx before. */
 		populate_locked(idx, node);
 		vc_unlock(&v->lock);
+		note_peak();
 		return;
 	}
 	stop_all_locked(idx);
@@ -650,6 +652,7 @@ static void move_to_node(uint32_t idx, unsigned node)
 	populate_locked(idx, node);
 	__atomic_add_fetch(&vc_cache_node_moves, 1, __ATOMIC_RELAXED);
 	vc_unlock(&v->lock);
+	note_peak();
 }
 
 static uint64_t header_sum(uint32_t idx)
