@@ -21,10 +21,8 @@ struct vc_central *vc_central_nodes[VC_MAX_NODES];
  * transparent huge pages (a huge page would make all of it resident at once). */
 void vc_central_init(void)
 {
-	size_t head = (sizeof(struct vc_central) * VC_NUM_CLASSES + VC_OS_PAGE - 1) &
-		      ~(size_t)(VC_OS_PAGE - 1);
-	size_t arrays = sizeof(void *) * VC_TRANSFER_CAP * VC_NUM_CLASSES;
-	size_t size = (head + arrays + VC_OS_PAGE - 1) & ~(size_t)(VC_OS_PAGE - 1);
+	size_t head = vc_page_round(sizeof(struct vc_central) * VC_NUM_CLASSES);
+	size_t size = vc_page_round(head + sizeof(void *) * VC_TRANSFER_CAP * VC_NUM_CLASSES);
 	for (unsigned node = 0; node < vc_g.nnodes; node++) {
 		char *block = vc_os_reserve(size);
 		VC_ASSERT_ALWAYS(block != NULL);

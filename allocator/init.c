@@ -119,11 +119,8 @@ void vc_thread_note(void)
 		return;
 	thread_noted = 1;
 	pthread_setspecific(exit_key, (void *)1);
-	uint32_t live = __atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED);
-	uint32_t mark = __atomic_load_n(&live_threads_mark, __ATOMIC_RELAXED);
-	while (live > mark && !__atomic_compare_exchange_n(&live_threads_mark, &mark, live, 1,
-							   __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
+	vc_atomic_raise_u32(&live_threads_mark,
+			    __atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED));
 }
 
 static int choose_mode(const struct vc_rseq_info *ri, int want)

@@ -38,6 +38,31 @@ struct vc_options {
 };
 void vc_options_load(struct vc_options *o) VC_HIDDEN;
 
+/* ---- small helpers ---- */
+
+/* n rounded up to whole OS pages (0 when that overflows). */
+static inline size_t vc_page_round(size_t n)
+{
+	return (n + VC_OS_PAGE - 1) & ~(size_t)(VC_OS_PAGE - 1);
+}
+
+/* *p = max(*p, v), atomically (peaks and high-water marks). */
+static inline void vc_atomic_raise_u32(uint32_t *p, uint32_t v)
+{
+	uint32_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+	while (v > cur &&
+	       !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
+static inline void vc_atomic_raise_u64(uint64_t *p, uint64_t v)
+{
+	uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+	while (v > cur &&
+	       !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
 /* ---- global state (init.c) ---- */
 struct vc_global {
 	int fast;                   /* enum vc_fast_path (vcpu_cache.h); 4 until start-up */

@@ -93,7 +93,7 @@ VC_ALIAS_ATTR void *valloc(size_t n)
 
 VC_ALIAS_ATTR void *pvalloc(size_t n)
 {
-	size_t rounded = (n + VC_OS_PAGE - 1) & ~(size_t)(VC_OS_PAGE - 1);
+	size_t rounded = vc_page_round(n);
 	if (rounded < n) {
 		errno = ENOMEM;
 		return NULL;

@@ -72,7 +72,7 @@ static size_t huge_map_size(size_t size, size_t align)
 	size_t total = pre + size;
 	if (total < size)
 		return 0;
-	total = (total + VC_OS_PAGE - 1) & ~(size_t)(VC_OS_PAGE - 1);
+	total = vc_page_round(total);
 	return total < pre ? 0 : total;
 }
 

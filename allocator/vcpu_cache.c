@@ -43,8 +43,7 @@ void vc_cache_init(void)
 {
 	size_t n = vc_g.nvcpus;
 	vc_g.vcpu_regions = vc_os_reserve(n << VC_VCPU_STRIDE_SHIFT);
-	vc_g.vcpus = vc_os_reserve((n * sizeof(struct vc_vcpu) + VC_OS_PAGE - 1) &
-				   ~(size_t)(VC_OS_PAGE - 1));
+	vc_g.vcpus = vc_os_reserve(vc_page_round(n * sizeof(struct vc_vcpu)));
 	VC_ASSERT_ALWAYS(vc_g.vcpu_regions && vc_g.vcpus);
 	/* A region is 256 KiB in a 2 MiB stride: a huge page would make all of it
 	 * resident at the first touch. */
@@ -99,17 +98,9 @@ static void populate_locked(uint32_t idx, unsigned node)
 	v->capacity_bytes = 0;
 	v->idle_scans = 0;
 	v->populated = 1;
-	if (idx >= __atomic_load_n(&populated_bound, __ATOMIC_RELAXED)) {
-		uint32_t b = __atomic_load_n(&populated_bound, __ATOMIC_RELAXED);
-		while (b < idx + 1 && !__atomic_compare_exchange_n(&populated_bound, &b, idx + 1, 1,
-								    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-			;
-	}
-	uint32_t now = __atomic_add_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
-	uint32_t peak = __atomic_load_n(&vc_cache_populated_peak, __ATOMIC_RELAXED);
-	while (now > peak && !__atomic_compare_exchange_n(&vc_cache_populated_peak, &peak, now,
-							   1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
+	vc_atomic_raise_u32(&populated_bound, idx + 1);
+	vc_atomic_raise_u32(&vc_cache_populated_peak,
+			    __atomic_add_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED));
 }
 
 static void populate(uint32_t idx, unsigned node)
@@ -157,10 +148,7 @@ void vc_cache_stats(struct vcmalloc_stats *st)
 		st->vcpu_cache_bytes = total;
 		st->vcpu_cache_object_bytes = objects;
 	}
-	uint64_t peak = __atomic_load_n(&vc_cache_bytes_peak, __ATOMIC_RELAXED);
-	while (total > peak && !__atomic_compare_exchange_n(&vc_cache_bytes_peak, &peak, total, 1,
-							    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
+	vc_atomic_raise_u64(&vc_cache_bytes_peak, total);
 }
 
 static void note_peak(void)
@@ -600,10 +588,23 @@ static void drain_finish(uint32_t idx)
 
 /* Drain the vCPUs of idx[0..n) (n <= VC_DRAIN_GROUP, increasing: the locks are
  * taken in that order) with one fence. Returns how many were populated and drained. */
+/* Another index's cache can be stopped: in fallback mode its lock is enough, in the
+ * rseq modes only with the fence. */
+static bool can_stop_others(void)
+{
+	return vc_g.mode == VCMALLOC_INDEX_FALLBACK || vc_rseq_info_.fence;
+}
+
+/* After stopping: wait out the critical sections that read a live header. */
+static void wait_out_sections(void)
+{
+	if (vc_g.mode != VCMALLOC_INDEX_FALLBACK)
+		vc_rseq_fence();
+}
+
 static int drain_group(const uint32_t *idx, unsigned n)
 {
-	bool fallback = vc_g.mode == VCMALLOC_INDEX_FALLBACK;
-	if (!fallback && !vc_rseq_info_.fence)
+	if (!can_stop_others())
 		return 0; /* cannot stop critical sections of another CPU safely */
 	uint32_t stopped[VC_DRAIN_GROUP];
 	unsigned k = 0;
@@ -612,8 +613,7 @@ static int drain_group(const uint32_t *idx, unsigned n)
 			stopped[k++] = idx[i];
 	if (k == 0)
 		return 0;
-	if (!fallback)
-		vc_rseq_fence();
+	wait_out_sections();
 	for (unsigned i = 0; i < k; i++)
 		drain_finish(stopped[i]);
 	return (int)k;
@@ -627,8 +627,7 @@ static int drain_group(const uint32_t *idx, unsigned n)
  * pages touched so far stay resident and stay counted (high_water is kept). */
 static void move_to_node(uint32_t idx, unsigned node)
 {
-	bool fallback = vc_g.mode == VCMALLOC_INDEX_FALLBACK;
-	if (!fallback && !vc_rseq_info_.fence)
+	if (!can_stop_others())
 		return; /* cannot stop the sections of another CPU: the cache stays as is */
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	vc_lock(&v->lock);
@@ -640,8 +639,7 @@ static void move_to_node(uint32_t idx, unsigned node)
 		return;
 	}
 	stop_all_locked(idx);
-	if (!fallback)
-		vc_rseq_fence();
+	wait_out_sections();
 	drain_move_objects(idx);
 	/* Stopped -> zero -> open: every section reads its header in one load, so it
 	 * sees one of the three, and only the last lets it in. */
