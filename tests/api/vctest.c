@@ -1,5 +1,6 @@
 /* tests/api/vctest.c - helpers shared by the test programs (see vctest.h). */
 #include "vctest.h"
+#include "../test_env.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -87,16 +88,12 @@ static void check_malloc_is_vcmalloc(void)
 
 unsigned vct_time_scale(void)
 {
-	const char *s = getenv("VCTEST_TIME_SCALE");
-	long k = s ? strtol(s, NULL, 10) : 1;
-	return k < 1 ? 1 : k > 1000 ? 1000 : (unsigned)k;
+	return test_time_scale();
 }
 
 unsigned vct_work_divisor(void)
 {
-	const char *s = getenv("VCTEST_WORK_DIVISOR");
-	long d = s ? strtol(s, NULL, 10) : 1;
-	return d < 1 ? 1 : d > 100 ? 100 : (unsigned)d;
+	return test_work_divisor();
 }
 
 long vct_work(long n, long least)

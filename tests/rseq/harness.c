@@ -1,5 +1,6 @@
 /* tests/rseq/harness.c - see harness.h. */
 #include "harness.h"
+#include "../test_env.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -174,9 +175,7 @@ void harness_watchdog(unsigned seconds)
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGALRM, &sa, NULL) != 0)
 		FATAL("sigaction(SIGALRM): %s", strerror(errno));
-	const char *k = getenv("VCTEST_TIME_SCALE"); /* see tests/api/vctest.h */
-	long scale = k ? strtol(k, NULL, 10) : 1;
-	alarm(seconds * (unsigned)(scale < 1 ? 1 : scale > 1000 ? 1000 : scale));
+	alarm(seconds * test_time_scale());
 }
 
 void kernel_version(int *major, int *minor)
