@@ -98,13 +98,15 @@ static void thread_exit(void *arg)
 	(void)arg;
 	uint32_t live = __atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
 	uint32_t mark = __atomic_load_n(&live_threads_mark, __ATOMIC_RELAXED);
+	if (mark < 8 || vc_g.opt.reclaim_ms == 0 || live > mark / 4) {
+		vc_cache_maybe_reclaim();
+		return;
+	}
 	uint64_t now = vc_os_now_ms();
 	bool gone = live <= 1 ||
-		    (live <= mark / 4 &&
-		     now - __atomic_load_n(&last_shrink_ms, __ATOMIC_RELAXED) >= vc_g.opt.reclaim_ms / 2);
-	if (mark >= 8 && gone && vc_g.opt.reclaim_ms != 0 &&
-	    __atomic_compare_exchange_n(&live_threads_mark, &mark, live, 0, __ATOMIC_RELAXED,
-					__ATOMIC_RELAXED)) {
+		    now - __atomic_load_n(&last_shrink_ms, __ATOMIC_RELAXED) >= vc_g.opt.reclaim_ms / 2;
+	if (gone && __atomic_compare_exchange_n(&live_threads_mark, &mark, live, 0,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&last_shrink_ms, now, __ATOMIC_RELAXED);
 		vc_cache_reclaim(true);
 		vcmalloc_release_free_memory();
