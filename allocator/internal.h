@@ -143,8 +143,9 @@ struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state) 
 void vc_pageheap_free(struct vc_span *sp) VC_HIDDEN;
 /* Release FREE pages idle longer than the decay (all of them when force). */
 void vc_pageheap_decay(unsigned node, bool force) VC_HIDDEN;
-/* Decay every node whose last decay is older than the decay time (slow paths). */
-void vc_pageheap_maybe_decay(void) VC_HIDDEN;
+/* Decay every node whose last decay is older than the decay time at `now` (ms of
+ * vc_os_now_ms; slow paths). */
+void vc_pageheap_maybe_decay(uint64_t now) VC_HIDDEN;
 
 /* ---- central.c: per (node, class) transfer arrays and span lists ---- */
 extern struct vc_central *vc_central_nodes[VC_MAX_NODES] VC_HIDDEN;

@@ -280,9 +280,8 @@ void vc_pageheap_decay(unsigned node, bool force)
 		;
 }
 
-void vc_pageheap_maybe_decay(void)
+void vc_pageheap_maybe_decay(uint64_t now)
 {
-	uint64_t now = vc_os_now_ms();
 	for (unsigned n = 0; n < vc_g.nnodes; n++) {
 		struct vc_pageheap *ph = &vc_pageheaps[n];
 		if (ph->free_bytes > ph->released_bytes &&
