@@ -586,8 +586,6 @@ static void drain_finish(uint32_t idx)
 	vc_unlock(&v->lock);
 }
 
-/* Drain the vCPUs of idx[0..n) (n <= VC_DRAIN_GROUP, increasing: the locks are
- * taken in that order) with one fence. Returns how many were populated and drained. */
 /* Another index's cache can be stopped: in fallback mode its lock is enough, in the
  * rseq modes only with the fence. */
 static bool can_stop_others(void)
@@ -602,6 +600,8 @@ static void wait_out_sections(void)
 		vc_rseq_fence();
 }
 
+/* Drain the vCPUs of idx[0..n) (n <= VC_DRAIN_GROUP, increasing: the locks are
+ * taken in that order) with one fence. Returns how many were populated and drained. */
 static int drain_group(const uint32_t *idx, unsigned n)
 {
 	if (!can_stop_others())
