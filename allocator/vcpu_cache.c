@@ -522,18 +522,15 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
  * every CPU running the process: one per group, not one per vCPU). */
 #define VC_DRAIN_GROUP 16
 
-/* idx's lock held: stop every class (see struct vc_rseq_stack): the stop word keeps
- * `current` and makes every operation fail, also after a late 16-bit commit. No
- * resize can be in flight: resizes hold this vCPU's lock. */
-static void stop_all_locked(uint32_t idx)
+/* idx's lock held: stop every class (see struct vc_rseq_stack). No resize can be
+ * in flight: resizes hold this vCPU's lock. Returns true when some header was not
+ * stopped yet (a late single-object commit made it live again). */
+static bool stop_all_locked(uint32_t idx)
 {
-	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-		uint64_t *hw = header_word(idx, c);
-		uint64_t h = __atomic_load_n(hw, __ATOMIC_ACQUIRE);
-		while (!__atomic_compare_exchange_n(hw, &h, vc_rseq_stack_stop_word(h), 0,
-						    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			;
-	}
+	bool stopped_now = false;
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
+		stopped_now |= vc_rseq_stack_stop(header_word(idx, c));
+	return stopped_now;
 }
 
 /* Phase 1: lock idx and stop it. Returns false (lock released) when idx is not
@@ -593,11 +590,22 @@ static bool can_stop_others(void)
 	return vc_g.mode == VCMALLOC_INDEX_FALLBACK || vc_rseq_info_.fence;
 }
 
-/* After stopping: wait out the critical sections that read a live header. */
-static void wait_out_sections(void)
+/* After stopping ids[0..n) (locks held): wait out the critical sections that read a
+ * live header. A single-object commit landing between the stop and the fence makes
+ * its header live again (rseq.h): stop those again and fence again, until a fence
+ * passes with every header still stopped. In fallback mode the locks are enough. */
+static void wait_out_sections(const uint32_t *ids, unsigned n)
 {
-	if (vc_g.mode != VCMALLOC_INDEX_FALLBACK)
+	if (vc_g.mode == VCMALLOC_INDEX_FALLBACK)
+		return;
+	for (;;) {
 		vc_rseq_fence();
+		bool again = false;
+		for (unsigned i = 0; i < n; i++)
+			again |= stop_all_locked(ids[i]);
+		if (!again)
+			return;
+	}
 }
 
 /* Drain the vCPUs of idx[0..n) (n <= VC_DRAIN_GROUP, increasing: the locks are
@@ -613,7 +621,7 @@ static int drain_group(const uint32_t *idx, unsigned n)
 			stopped[k++] = idx[i];
 	if (k == 0)
 		return 0;
-	wait_out_sections();
+	wait_out_sections(stopped, k);
 	for (unsigned i = 0; i < k; i++)
 		drain_finish(stopped[i]);
 	return (int)k;
@@ -639,7 +647,7 @@ static void move_to_node(uint32_t idx, unsigned node)
 		return;
 	}
 	stop_all_locked(idx);
-	wait_out_sections();
+	wait_out_sections(&idx, 1);
 	drain_move_objects(idx);
 	/* Stopped -> zero -> open: every section reads its header in one load, so it
 	 * sees one of the three, and only the last lets it in. */

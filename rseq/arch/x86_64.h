@@ -123,11 +123,11 @@
 		void *obj;                                                              \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
 			     VC_RSEQ_ASM_HEADER_OR_EMPTY                                \
-			     "movzwl %%ax, %%eax\n\t"                                   \
-			     "movq -8(%[region], %%rax, 8), %[obj]\n\t"                 \
+			     "movzwl %%ax, %%edx\n\t"                                   \
+			     "movq -8(%[region], %%rdx, 8), %[obj]\n\t"                 \
 			     VC_RSEQ_INJECT_ASM(2)                                      \
-			     "decl %%eax\n\t"                                           \
-			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
+			     "decq %%rax\n\t"                                           \
+			     "movq %%rax, (%[hdr])\n\t" /* commit */                    \
 			     VC_RSEQ_ASM_EPILOGUE                                       \
 			     : [obj] "=&r"(obj)                                         \
 			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
@@ -149,10 +149,10 @@
 	{                                                                               \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
 			     VC_RSEQ_ASM_HEADER_OR_FULL                                 \
-			     "movzwl %%ax, %%eax\n\t"                                   \
-			     "movq %[p], (%[region], %%rax, 8)\n\t" VC_RSEQ_INJECT_ASM(2) \
-			     "incl %%eax\n\t"                                           \
-			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
+			     "movzwl %%ax, %%edx\n\t"                                   \
+			     "movq %[p], (%[region], %%rdx, 8)\n\t" VC_RSEQ_INJECT_ASM(2) \
+			     "incq %%rax\n\t"                                           \
+			     "movq %%rax, (%[hdr])\n\t" /* commit */                    \
 			     VC_RSEQ_ASM_EPILOGUE                                       \
 			     :                                                          \
 			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
@@ -305,11 +305,11 @@ VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
 			     "movl " VC_RSEQ_STR(VC_RSEQ_OFF_NODE_ID) "(%[rs]), %%edx\n\t" \
 			     "cmpl %%edx, (%[tag])\n\t"                                 \
 			     "jnz %l[cmpfail]\n\t"                                      \
-			     "movzwl %%ax, %%eax\n\t"                                   \
-			     "movq -8(%[region], %%rax, 8), %[obj]\n\t"                 \
+			     "movzwl %%ax, %%edx\n\t"                                   \
+			     "movq -8(%[region], %%rdx, 8), %[obj]\n\t"                 \
 			     VC_RSEQ_INJECT_ASM(2)                                      \
-			     "decl %%eax\n\t"                                           \
-			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
+			     "decq %%rax\n\t"                                           \
+			     "movq %%rax, (%[hdr])\n\t" /* commit */                    \
 			     VC_RSEQ_ASM_EPILOGUE                                       \
 			     : [obj] "=&r"(obj)                                         \
 			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \
@@ -331,10 +331,10 @@ VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
 			     VC_RSEQ_ASM_HEADER_OR_FULL                                 \
 			     "cmpl %[node], (%[tag])\n\t"                               \
 			     "jnz %l[cmpfail]\n\t"                                      \
-			     "movzwl %%ax, %%eax\n\t"                                   \
-			     "movq %[p], (%[region], %%rax, 8)\n\t" VC_RSEQ_INJECT_ASM(2) \
-			     "incl %%eax\n\t"                                           \
-			     "movw %%ax, (%[hdr])\n\t" /* commit */                     \
+			     "movzwl %%ax, %%edx\n\t"                                   \
+			     "movq %[p], (%[region], %%rdx, 8)\n\t" VC_RSEQ_INJECT_ASM(2) \
+			     "incq %%rax\n\t"                                           \
+			     "movq %%rax, (%[hdr])\n\t" /* commit */                    \
 			     VC_RSEQ_ASM_EPILOGUE                                       \
 			     :                                                          \
 			     : [rs] "r"(rs), [idx] "r"(idx), [hdr] "r"(hdr),            \

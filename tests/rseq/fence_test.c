@@ -11,8 +11,10 @@
  *              and every push current >= end, so both fail whatever `current` holds;
  *   2. fence:  vc_rseq_fence(), which must return 0;
  *   3. settle: re-read the header. A section that was in flight at step 1 may have
- *              completed before the fence returned (the fence aborts or lets finish);
- *              its commit changed only `current`, which is now final;
+ *              completed before the fence returned (the fence aborts or lets finish):
+ *              a batch commit changed only `current`; a single-object commit wrote
+ *              the whole (live) word back, so stop and fence again until the stop
+ *              word stays; then `current` is final;
  *   4. take:   the objects in slots [begin, current) into the pool;
  *   5. reopen: compare-and-swap the header from the word read in step 3 to
  *              {current = begin, begin, end}.
@@ -97,6 +99,7 @@ static int drainer_stop; /* atomic */
 static struct {
 	long drains, taken, late_commits, cas_lost, fences, fence_failures;
 	long completed_in_flight; /* drains whose header changed during the fence */
+	long restops;             /* stops repeated after a late single-object commit */
 } dr;
 
 /* The stop word of a live header: begin 0xffff and end 0 make every pop see "empty"
@@ -136,6 +139,15 @@ static bool drain(unsigned i)
 	unsigned current = live.current;
 	uint64_t now = stack_header_load(&st->hdr);
 	if (!zero_stop) {
+		/* A late batch commit changed only `current`; a late single-object commit
+		 * wrote back a live word: stop it again and fence again (rseq.h). */
+		while (!vc_rseq_stack_is_stopped(now)) {
+			dr.completed_in_flight++;
+			dr.restops++;
+			vc_rseq_stack_stop(word);
+			fence_now();
+			now = stack_header_load(&st->hdr);
+		}
 		struct vc_rseq_stack h = stack_header_unpack(now);
 		CHECK(h.begin == 0xffff && h.end == 0 && h.reserved == 0,
 		      "stack %u: stopped header became %#llx", i, (unsigned long long)now);
@@ -335,9 +347,9 @@ int main(int argc, char **argv)
 	       rep.affinity_moves);
 	printf("drainer: %ld drains (%ld lost a race to a commit), %ld objects taken, "
 	       "%ld fences (%ld failed); %ld sections completed between stop and fence, "
-	       "%ld late commits\n",
+	       "%ld stopped again after a single-object commit, %ld late commits\n",
 	       dr.drains, dr.cas_lost, dr.taken, dr.fences, dr.fence_failures,
-	       dr.completed_in_flight, dr.late_commits);
+	       dr.completed_in_flight, dr.restops, dr.late_commits);
 	printf("workers: %ld objects pushed, %ld popped, %ld full, %ld empty, %ld refills, "
 	       "%ld aborts; vc_rseq_inject_aborts %ld\n",
 	       all.objects_pushed, all.objects_popped, all.full, all.empty, refills, all.aborts,
