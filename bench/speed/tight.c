@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tight.c - the allocator's fast paths and nothing else: a thread allocates 1024
+ * blocks of one size in a row (writing the first byte of each), then frees them in
+ * the same order, and repeats.  Each round empties and refills whatever cache the
+ * allocator keeps, so the batch refill and flush paths count as much as the pops.
+ *
+ * tight1-<size> runs one thread; tightN-<size> one thread per online CPU, each doing
+ * the same work as the single thread (throughput: perfect scaling keeps the time).
+ */
+#include <stdlib.h>
+
+#include "speed.h"
+
+enum { BATCH = 1024 };
+
+struct tight_thread {
+	pthread_t thread;
+	size_t size;
+	uint64_t rounds;
+	uint64_t checksum;
+};
+
+static void *tight_main(void *arg)
+{
+	struct tight_thread *t = arg;
+	unsigned char *blocks[BATCH];
+	for (uint64_t round = 0; round < t->rounds; round++) {
+		for (int i = 0; i < BATCH; i++) {
+			blocks[i] = must(malloc(t->size), "malloc");
+			blocks[i][0] = (unsigned char)i;
+		}
+		for (int i = 0; i < BATCH; i++) {
+			t->checksum += blocks[i][0];
+			free(blocks[i]);
+		}
+	}
+	return NULL;
+}
+
+struct tight_run {
+	struct tight_thread *threads;
+	int count;
+};
+
+static void tight_body(void *arg)
+{
+	struct tight_run *run = arg;
+	if (run->count == 1) {
+		tight_main(&run->threads[0]);
+		return;
+	}
+	for (int i = 0; i < run->count; i++)
+		thread_start(&run->threads[i].thread, tight_main, &run->threads[i]);
+	for (int i = 0; i < run->count; i++)
+		thread_join(run->threads[i].thread);
+}
+
+int workload_tight(const struct config *cfg, struct result *res, long size_and_threads)
+{
+	size_t size = (size_t)(size_and_threads & (TIGHT_ALL_CPUS - 1));
+	int count = 1;
+	if (size_and_threads & TIGHT_ALL_CPUS)
+		count = cfg->threads ? cfg->threads : (online_cpus() < 2 ? 2 : online_cpus());
+	/*
+	 * Rounds are sized on the fast thread-caching allocators (about 0.1 s each).
+	 * glibc takes many times longer at 256 B and 1 KiB: a round frees 256 KiB or
+	 * 1 MiB at the top of its heap, which it trims and faults back in each round.
+	 */
+	uint64_t base_rounds = size <= 64 ? 16000 : size <= 256 ? 6000 : 3000;
+	uint64_t rounds = scaled(cfg, base_rounds, 1);
+	struct tight_thread *threads = must(calloc((size_t)count, sizeof(*threads)), "setup");
+	for (int i = 0; i < count; i++) {
+		threads[i].size = size;
+		threads[i].rounds = rounds;
+	}
+	struct tight_run run = {threads, count};
+	measured(res, tight_body, &run);
+	res->threads = count;
+	for (int i = 0; i < count; i++) {
+		res->ops += rounds * BATCH;
+		res->checksum += threads[i].checksum;
+	}
+	free(threads);
+	return 0;
+}
