@@ -147,8 +147,29 @@ static void give_to_span(struct vc_central *ce, struct vc_span *sp, void *p)
 	}
 }
 
+/* Insert into one (node, class) whose objects all are: without per-node arenas every
+ * object is of node 0, and the transfer array takes them without reading their
+ * spans (one descriptor cache line each) until it is full. */
+static void insert_one_node(struct vc_central *ce, const uint32_t cap, void *const *in,
+			    unsigned n)
+{
+	vc_lock(&ce->lock);
+	ce->ops++;
+	unsigned room = cap - ce->transfer_count, i = 0;
+	for (; i < n && i < room; i++)
+		ce->transfer[ce->transfer_count++] = in[i];
+	ce->free_objects += i;
+	for (; i < n; i++)
+		give_to_span(ce, vc_span_of(vc_segment_of(in[i]), in[i]), in[i]);
+	vc_unlock(&ce->lock);
+}
+
 void vc_central_insert(unsigned c, void *const *in, unsigned n)
 {
+	if (vc_g.nnodes == 1 || !vc_g.opt.numa) {
+		insert_one_node(vc_central_of(0, c), vc_classes[c].transfer_cap, in, n);
+		return;
+	}
 	unsigned i = 0;
 	while (i < n) {
 		/* Objects of one node at a time: a run of objects from the same node. */

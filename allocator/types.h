@@ -54,12 +54,13 @@
 #define VC_LARGE_MAX ((size_t)1 << 20)
 #define VC_MAX_NODES 64
 
-/* Per-vCPU region: 2^18 bytes = 32768 slots of 8 bytes; slots [0, 97) are headers.
+/* Per-vCPU region: 2^19 bytes = 65536 slots of 8 bytes (stack positions are 16-bit,
+ * and begin 0xffff marks a stopped stack, so no more); slots [0, 97) are headers.
  * Regions start 2^21 bytes apart (VC_VCPU_STRIDE_SHIFT): each gets page-table pages
  * of its own, so page faults of different vCPUs never share a page-table lock (they
  * did, 8 regions per 2 MiB, and contended on it in many-CPU guests). The gaps are
  * address space only. */
-#define VC_VCPU_SHIFT 18
+#define VC_VCPU_SHIFT 19
 #define VC_VCPU_STRIDE_SHIFT 21
 #define VC_VCPU_REGION ((size_t)1 << VC_VCPU_SHIFT)
 #define VC_VCPU_SLOTS (VC_VCPU_REGION / 8)
@@ -177,6 +178,11 @@ struct vc_vcpu {
 	uint32_t idle_scans;        /* consecutive scans without activity */
 	uint64_t current_sum;       /* sum of header words at the previous scan */
 	uint64_t capacity_bytes;    /* sum over classes of capacity * size */
+	uint64_t budget;            /* limit of capacity_bytes: starts at the option
+				       VCMALLOC_VCPU_CACHE_BYTES, doubles under pressure
+				       up to VC_BUDGET_GROWTH times it (vcpu lock) */
+	uint32_t pressure;          /* misses that found the budget spent, since the
+				       last reclaim tick (vcpu lock; the tick zeroes it) */
 	uint32_t misses[VC_NUM_CLASSES];
 	uint16_t capacity[VC_NUM_CLASSES];
 	uint16_t high_water[VC_NUM_CLASSES]; /* highest slot ever used (pages touched) */

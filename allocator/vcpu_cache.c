@@ -17,7 +17,8 @@
  *                   commit on a zero header), resize (a critical section on the
  *                   owning id, cmpeq_store, lock held), drain (CAS to the stop
  *                   word, then the rseq fence, lock held; see vc_rseq_stack);
- *   vcpu fields     under vcpu->lock, except slow_events / misses (relaxed).
+ *   vcpu fields     under vcpu->lock, except slow_events / misses / pressure
+ *                   (relaxed atomics; the reclaim tick zeroes pressure).
  */
 #include "vcpu_cache.h"
 
@@ -96,6 +97,8 @@ static void populate_locked(uint32_t idx, unsigned node)
 		v->misses[c] = 0;
 	}
 	v->capacity_bytes = 0;
+	v->budget = vc_g.opt.vcpu_cache_bytes;
+	v->pressure = 0;
 	v->idle_scans = 0;
 	v->populated = 1;
 	vc_atomic_raise_u32(&populated_bound, idx + 1);
@@ -112,19 +115,24 @@ static void populate(uint32_t idx, unsigned node)
 	note_peak();
 }
 
-/* Pages of the region that slot arrays have touched: one bit per 4 KiB page. */
-static uint64_t touched_pages(const struct vc_vcpu *v)
+/* How many 4 KiB pages of the region slot arrays have touched (the header page
+ * included). */
+#define VC_REGION_PAGES (VC_VCPU_REGION / VC_OS_PAGE)
+static unsigned touched_pages(const struct vc_vcpu *v)
 {
-	uint64_t mask = 1; /* the header page */
+	uint64_t mask[VC_REGION_PAGES / 64] = {1}; /* the header page */
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
 		if (!v->high_water[c])
 			continue;
 		size_t first = (size_t)vc_classes[c].slot_base * 8 / VC_OS_PAGE;
 		size_t last = ((size_t)vc_classes[c].slot_base + v->high_water[c]) * 8 - 1;
 		for (size_t pg = first; pg <= last / VC_OS_PAGE; pg++)
-			mask |= 1ull << pg;
+			mask[pg / 64] |= 1ull << (pg % 64);
 	}
-	return mask;
+	unsigned n = 0;
+	for (unsigned i = 0; i < VC_REGION_PAGES / 64; i++)
+		n += (unsigned)__builtin_popcountll(mask[i]);
+	return n;
 }
 
 void vc_cache_stats(struct vcmalloc_stats *st)
@@ -135,7 +143,7 @@ void vc_cache_stats(struct vcmalloc_stats *st)
 		struct vc_vcpu *v = &vc_g.vcpus[idx];
 		if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
 			continue;
-		bytes += (uint64_t)__builtin_popcountll(touched_pages(v)) * VC_OS_PAGE;
+		bytes += (uint64_t)touched_pages(v) * VC_OS_PAGE;
 		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
 			uint64_t h = __atomic_load_n(header_word(idx, c), __ATOMIC_RELAXED);
 			if (h_current(h) > h_begin(h))
@@ -215,7 +223,26 @@ static unsigned grow_step(unsigned c)
 	return step < 1 ? 1 : step > ci->batch ? ci->batch : step;
 }
 
-/* On a miss of class c: grow its capacity by a step, within the per-vCPU byte
+/* The budget of a vCPU doubles, up to VC_BUDGET_GROWTH times the option, when
+ * VC_BUDGET_PRESSURE misses within one reclaim tick found it spent: a program
+ * cycling through many classes (a wide size mix) needs more than the default to
+ * stop moving batches back and forth, and cost follows the ids in use (only
+ * populated ids have a budget; a drain returns it to the option's value). */
+#define VC_BUDGET_GROWTH 8
+#define VC_BUDGET_PRESSURE 256
+
+/* Raise v's budget after enough pressure; lock held. */
+static void note_pressure(struct vc_vcpu *v)
+{
+	if (__atomic_add_fetch(&v->pressure, 1, __ATOMIC_RELAXED) < VC_BUDGET_PRESSURE)
+		return;
+	__atomic_store_n(&v->pressure, 0, __ATOMIC_RELAXED);
+	uint64_t max = vc_g.opt.vcpu_cache_bytes * VC_BUDGET_GROWTH;
+	if (v->budget < max)
+		v->budget = v->budget * 2 > max ? max : v->budget * 2;
+}
+
+/* On a miss of class c: grow its capacity by a step, within the vCPU's byte
  * budget; when the budget is spent, take a step of capacity from the class that
  * missed least among the next few (a rotating window over the classes: O(1) per
  * miss) if it missed less than c. Lock of idx held. */
@@ -231,8 +258,9 @@ static void adapt_capacity(struct vc_rseq_abi *rs, uint32_t idx, unsigned c)
 	if (cap + grow > ci->max_slots)
 		grow = ci->max_slots - cap;
 	uint64_t need = (uint64_t)grow * ci->size;
-	uint64_t budget = vc_g.opt.vcpu_cache_bytes;
-	for (int steals = 0; v->capacity_bytes + need > budget; steals++) {
+	if (v->capacity_bytes + need > v->budget)
+		note_pressure(v);
+	for (int steals = 0; v->capacity_bytes + need > v->budget; steals++) {
 		if (steals == 8)
 			return;
 		unsigned victim = 0;
@@ -267,7 +295,7 @@ static void count_slow_event(struct vc_vcpu *v, unsigned c)
 		for (unsigned d = 1; d < VC_NUM_CLASSES; d++)
 			v->misses[d] >>= 1;
 	}
-	if (vc_config_stats && (__atomic_add_fetch(&slow_counter, 1, __ATOMIC_RELAXED) & 127) == 0)
+	if (vc_config_stats && (__atomic_add_fetch(&slow_counter, 1, __ATOMIC_RELAXED) & 1023) == 0)
 		note_peak();
 }
 
@@ -319,8 +347,9 @@ static uint64_t fallback_grow(struct vc_vcpu *v, unsigned c, uint64_t h)
 	const struct vc_class_info *ci = &vc_classes[c];
 	unsigned cap = v->capacity[c];
 	unsigned step = grow_step(c);
-	if (cap >= ci->max_slots ||
-	    v->capacity_bytes + (uint64_t)step * ci->size > vc_g.opt.vcpu_cache_bytes)
+	if (cap < ci->max_slots && v->capacity_bytes + (uint64_t)step * ci->size > v->budget)
+		note_pressure(v);
+	if (cap >= ci->max_slots || v->capacity_bytes + (uint64_t)step * ci->size > v->budget)
 		return h;
 	cap = cap + step > ci->max_slots ? ci->max_slots : cap + step;
 	set_capacity(v, c, cap);
@@ -690,6 +719,7 @@ int vc_cache_reclaim(bool force)
 			v->idle_scans = 0;
 		v->current_sum = sum;
 		v->seen_events = events;
+		__atomic_store_n(&v->pressure, 0, __ATOMIC_RELAXED);
 		if (force || v->idle_scans >= 2) {
 			group[n++] = idx;
 			if (n == VC_DRAIN_GROUP) {
