@@ -5,9 +5,12 @@
  *   huge (> 1 MiB, or aligned above a page): a mapping of its own
  *
  * free() finds an object's kind in O(1): registry byte of its unit, then the
- * segment's page map. It checks, on every path, that the pointer is the start of an
- * object vcmalloc handed out and that the object is not already free; misuse is
- * reported (check.c) and aborts. errno is preserved by free.
+ * segment's page entry (struct vc_page_entry: class, node, span start, tag key). It
+ * checks, on every path, that the pointer is the start of an object vcmalloc handed
+ * out (a whole multiple of the class size from the span start, and inside the
+ * span's objects) and that the object is not already free (its free tag); misuse is
+ * reported (check.c) and aborts. errno is preserved by free. The fast path touches
+ * the registry byte, the page entry, the class table and word 1 of the object.
  */
 #include "vcpu_cache.h"
 
@@ -126,7 +129,8 @@ static inline enum vc_kind classify(const void *p, const char *func, struct vc_s
 		*span = sp;
 		size_t off = (size_t)((const char *)p - vc_span_start(sp));
 		if (VC_LIKELY(sp->state == VC_SPAN_SMALL)) {
-			if (VC_UNLIKELY((((uint64_t)off * sp->div_magic) >> 40) * sp->obj_size != off))
+			uint64_t q = ((uint64_t)off * sp->div_magic) >> 40;
+			if (VC_UNLIKELY(q * sp->obj_size != off || q >= sp->capacity))
 				bad_pointer(p, func);
 			return VC_KIND_SMALL;
 		}
@@ -151,17 +155,40 @@ static VC_NOINLINE void free_small_slow(unsigned c, void *p, unsigned node)
 	errno = saved;
 }
 
-static inline void free_small(struct vc_span *sp, void *p, const char *func)
+/* p is the start of an object of class c, node `node`, in a span whose tag key is
+ * tag_key: check its free tag, tag it, cache it. */
+static inline void free_small(unsigned c, unsigned node, uint64_t tag_key, void *p,
+			      const char *func)
 {
-	uint64_t tag = vc_tag(p, sp);
+	uint64_t tag = (uint64_t)(uintptr_t)p ^ tag_key;
 	uint64_t *w = p;
 	if (VC_UNLIKELY(w[1] == tag))
 		vc_report("double free", func, p);
 	w[1] = tag;
-	unsigned c = sp->sizeclass;
-	if (VC_LIKELY(vc_cache_push(c, p, sp->node)))
+	if (VC_LIKELY(vc_cache_push(c, p, node)))
 		return;
-	free_small_slow(c, p, sp->node);
+	free_small_slow(c, p, node);
+}
+
+/* The page entry of p when p is the start of an object of a SMALL span whose
+ * class is no smaller than `size`, else NULL (anything else, misuse included,
+ * takes the checked path). */
+static inline const struct vc_page_entry *small_entry(const void *p, size_t size)
+{
+	uintptr_t a = (uintptr_t)p;
+	const uint8_t *reg = vc_g.registry;
+	if (VC_UNLIKELY(reg == NULL || (a >> VC_ADDRESS_BITS) != 0 ||
+			reg[a >> VC_UNIT_SHIFT] != VC_UNIT_SEGMENT))
+		return NULL;
+	const struct vc_segment *s = vc_segment_of(p);
+	const struct vc_page_entry *e = vc_page_entry_of(s, p);
+	const struct vc_class_info *ci = &vc_classes[e->sizeclass];
+	/* Class 0 has size 0 and no objects: the checks below fail for it. */
+	size_t off = a - ((uintptr_t)s + ((size_t)e->first_page << VC_PAGE_SHIFT));
+	uint64_t q = ((uint64_t)off * ci->div_magic) >> 40;
+	if (VC_LIKELY(q * ci->size == off && q < ci->objects && size <= ci->size))
+		return e;
+	return NULL;
 }
 
 static void free_large(struct vc_span *sp)
@@ -181,7 +208,7 @@ static VC_NOINLINE void free_checked(void *p, const char *func)
 		vc_report("invalid pointer (freed before any allocation)", func, p);
 	switch (classify(p, func, &sp, &h)) {
 	case VC_KIND_SMALL:
-		free_small(sp, p, func);
+		free_small(sp->sizeclass, sp->node, sp->tag_key, p, func);
 		return;
 	case VC_KIND_LARGE:
 		free_large(sp);
@@ -198,19 +225,10 @@ static VC_NOINLINE void free_checked(void *p, const char *func)
 void vc_free(void *p)
 {
 	/* The common case inline: a small object in a segment, at an object start. */
-	uintptr_t a = (uintptr_t)p;
-	const uint8_t *reg = vc_g.registry;
-	if (VC_LIKELY(reg != NULL && (a >> VC_ADDRESS_BITS) == 0 &&
-		      reg[a >> VC_UNIT_SHIFT] == VC_UNIT_SEGMENT)) {
-		struct vc_segment *s = vc_segment_of(p);
-		struct vc_span *sp = vc_span_of(s, p);
-		if (VC_LIKELY(sp != NULL && sp->state == VC_SPAN_SMALL)) {
-			size_t off = (size_t)((const char *)p - vc_span_start(sp));
-			if (VC_LIKELY((((uint64_t)off * sp->div_magic) >> 40) * sp->obj_size == off)) {
-				free_small(sp, p, "free");
-				return;
-			}
-		}
+	const struct vc_page_entry *e = small_entry(p, 0);
+	if (VC_LIKELY(e != NULL)) {
+		free_small(e->sizeclass, e->node, e->tag_key, p, "free");
+		return;
 	}
 	if (p == NULL)
 		return;
@@ -245,6 +263,13 @@ size_t vc_usable_size(const void *p)
 
 void vc_free_sized(void *p, size_t n, size_t align)
 {
+	/* Inline like free() when n fits the block: a size larger than the block is
+	 * reported by the checked path below. */
+	const struct vc_page_entry *e = small_entry(p, n);
+	if (VC_LIKELY(e != NULL)) {
+		free_small(e->sizeclass, e->node, e->tag_key, p, "free_sized");
+		return;
+	}
 	if (!p)
 		return;
 	if (VC_UNLIKELY(vc_g.registry == NULL))

@@ -74,6 +74,7 @@ static struct vc_span *new_span(unsigned node, unsigned c)
 	sp->carved = 0;
 	sp->allocated = 0;
 	sp->free_list = NULL;
+	vc_span_publish(sp);
 	return sp;
 }
 

@@ -119,6 +119,11 @@ static inline struct vc_span *vc_span_of(const struct vc_segment *s, const void 
 {
 	return s->pagemap[((uintptr_t)p - (uintptr_t)s) >> VC_PAGE_SHIFT];
 }
+static inline const struct vc_page_entry *vc_page_entry_of(const struct vc_segment *s,
+							   const void *p)
+{
+	return &s->entries[((uintptr_t)p - (uintptr_t)s) >> VC_PAGE_SHIFT];
+}
 static inline char *vc_span_start(const struct vc_span *sp)
 {
 	return (char *)vc_segment_of(sp) + ((size_t)sp->first_page << VC_PAGE_SHIFT);
@@ -141,6 +146,9 @@ void vc_pageheap_init(void) VC_HIDDEN;
 /* A span of npages pages in state (SMALL or LARGE) from node's heap; NULL: OOM. */
 struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state) VC_HIDDEN;
 void vc_pageheap_free(struct vc_span *sp) VC_HIDDEN;
+/* Write sp's page entries (struct vc_page_entry) from its fields: central.c calls it
+ * once a new SMALL span has its class, before any of its objects is handed out. */
+void vc_span_publish(struct vc_span *sp) VC_HIDDEN;
 /* Release FREE pages idle longer than the decay (all of them when force). */
 void vc_pageheap_decay(unsigned node, bool force) VC_HIDDEN;
 /* Decay every node whose last decay is older than the decay time at `now` (ms of

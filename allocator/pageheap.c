@@ -42,10 +42,25 @@ static void list_remove(struct vc_span **head, struct vc_span *sp)
 	sp->in_list = 0;
 }
 
+void vc_span_publish(struct vc_span *sp)
+{
+	struct vc_segment *s = vc_segment_of(sp);
+	struct vc_page_entry e = {
+		.tag_key = sp->tag_key,
+		.first_page = sp->first_page,
+		.sizeclass = sp->state == VC_SPAN_SMALL ? sp->sizeclass : 0,
+		.node = sp->node,
+	};
+	for (unsigned i = 0; i < sp->npages; i++)
+		s->entries[sp->first_page + i] = e;
+}
+
+/* The page map and the page entries of sp's pages. */
 static void set_pagemap(struct vc_segment *s, struct vc_span *sp)
 {
 	for (unsigned i = 0; i < sp->npages; i++)
 		s->pagemap[sp->first_page + i] = sp;
+	vc_span_publish(sp);
 }
 
 /* Make the descriptor for pages [first, first+n) of s, as a FREE span. */

@@ -21,6 +21,10 @@
  *   invalid-interior       free(malloc(64) + 8)
  *   invalid-interior-large free(malloc(256 KiB) + 4096)
  *   invalid-unaligned      free(malloc(64) + 3)
+ *   invalid-past-end       free(&a[n]) where a is the last 48 B object of its span:
+ *                          a whole number of objects from the span start, but past
+ *                          its last object (vcmalloc's spans of 48 B objects are one
+ *                          8 KiB page holding 170 objects and a 32-byte tail)
  * Sizes:
  *   size-mismatch          free_sized(malloc(64), 4096): a size larger than the block
  */
@@ -151,6 +155,23 @@ static void invalid_interior(size_t n, size_t offset, const char *name)
 	free(vct_launder(p + offset));
 }
 
+/* One past the last 48 B object of a span: at page offset 170 * 48 = 8160. */
+static void invalid_past_end(void)
+{
+	enum { N = 1024, SIZE = 48, PAGE = 8192, LAST = (PAGE / SIZE - 1) * SIZE };
+	static char *blocks[N];
+	char *last = NULL;
+	for (int i = 0; i < N && !last; i++) {
+		blocks[i] = malloc(SIZE);
+		VCT_CHECK(blocks[i] != NULL, "malloc(%d)", SIZE);
+		if (((uintptr_t)blocks[i] & (PAGE - 1)) == LAST)
+			last = blocks[i];
+	}
+	VCT_CHECK(last != NULL, "no 48-byte block at page offset %d among %d", LAST, N);
+	committing("invalid-past-end");
+	free(vct_launder(last + SIZE));
+}
+
 static void size_mismatch(void)
 {
 	need_free_sized();
@@ -191,6 +212,8 @@ int main(int argc, char **argv)
 		invalid_interior(256u << 10, 4096, c);
 	else if (!strcmp(c, "invalid-unaligned"))
 		invalid_interior(64, 3, c);
+	else if (!strcmp(c, "invalid-past-end"))
+		invalid_past_end();
 	else if (!strcmp(c, "size-mismatch"))
 		size_mismatch();
 	else
