@@ -50,7 +50,7 @@ static void big_body(void *arg)
 
 int workload_bigblocks(const struct config *cfg, struct result *res, long max_mib)
 {
-	struct big_run run = {.steps = scaled(cfg, max_mib > 25 ? 24 : 60, 2)};
+	struct big_run run = {.steps = scaled(cfg, max_mib > 25 ? 12 : 30, 2)};
 	rng_seed(&run.rng, cfg->seed, 0);
 	run.min_size = (max_mib > 25 ? 1 : 5) * MIB;
 	run.max_size = (size_t)max_mib * MIB;

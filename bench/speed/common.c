@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "speed.h"
@@ -41,6 +42,13 @@ size_t size_octaves(struct rng *r, size_t low, size_t high)
 	int octave = first + (int)rng_below(r, (uint64_t)(last - first));
 	size_t base = (size_t)1 << octave;
 	return base + (size_t)rng_below(r, base);
+}
+
+double now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 uint64_t scaled(const struct config *cfg, uint64_t base, uint64_t minimum)

@@ -3,12 +3,13 @@
  * main.c - the speed benchmark's command line: run one workload against whatever
  * malloc is loaded and print one JSON line on stdout.
  *
- *   speed WORKLOAD [--scale F] [--seed N] [--threads N]
+ *   speed WORKLOAD [--scale F] [--seed N] [--threads N] [--max-seconds S]
  *                  [--perf-ctl-fd N --perf-ack-fd N]
  *   speed --list          every workload, one "name<TAB>description" a line
  *
  * The line holds: workload, seconds (wall time of the timed body), ops (allocations
- * in the body), threads, scale, seed, user/system CPU seconds and minor page faults
+ * in the body), planned_ops (more than ops when --max-seconds cut the run short),
+ * threads, scale, seed, user/system CPU seconds and minor page faults
  * of the body (all threads), the process's peak RSS, checksum, and the allocator
  * found by its exported symbols (a check that LD_PRELOAD took effect).
  */
@@ -19,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "speed.h"
@@ -52,13 +52,6 @@ static const struct workload workloads[] = {
 
 /* perf's control and acknowledgement descriptors (perf stat --control fd:CTL,ACK). */
 static int perf_ctl_fd = -1, perf_ack_fd = -1;
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Sends "enable" or "disable" to perf and waits for its "ack". */
 static void perf_command(const char *command)
@@ -117,7 +110,8 @@ static const char *allocator_detected(void)
 static void usage(FILE *to)
 {
 	fprintf(to, "usage: speed WORKLOAD [--scale F] [--seed N] [--threads N] "
-		    "[--perf-ctl-fd N --perf-ack-fd N]\n       speed --list\nworkloads:");
+		    "[--max-seconds S] [--perf-ctl-fd N --perf-ack-fd N]\n"
+		    "       speed --list\nworkloads:");
 	for (size_t i = 0; i < WORKLOAD_COUNT; i++)
 		fprintf(to, " %s", workloads[i].name);
 	fprintf(to, "\n");
@@ -130,6 +124,7 @@ int main(int argc, char **argv)
 	    {"scale", required_argument, NULL, 's'},
 	    {"seed", required_argument, NULL, 'r'},
 	    {"threads", required_argument, NULL, 't'},
+	    {"max-seconds", required_argument, NULL, 'm'},
 	    {"perf-ctl-fd", required_argument, NULL, 'c'},
 	    {"perf-ack-fd", required_argument, NULL, 'a'},
 	    {"list", no_argument, NULL, 'l'},
@@ -147,6 +142,9 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			cfg.threads = atoi(optarg);
+			break;
+		case 'm':
+			cfg.max_seconds = atof(optarg);
 			break;
 		case 'c':
 			perf_ctl_fd = atoi(optarg);
@@ -166,7 +164,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc - 1 || cfg.scale <= 0 || cfg.threads < 0 ||
+	if (optind != argc - 1 || cfg.scale <= 0 || cfg.threads < 0 || cfg.max_seconds < 0 ||
 	    (perf_ctl_fd < 0) != (perf_ack_fd < 0)) {
 		usage(stderr);
 		return 2;
@@ -188,13 +186,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "speed: workload %s failed\n", w->name);
 		return 1;
 	}
+	if (res.planned_ops < res.ops)
+		res.planned_ops = res.ops;
 	struct rusage end;
 	getrusage(RUSAGE_SELF, &end);
-	printf("{\"workload\": \"%s\", \"seconds\": %.6f, \"ops\": %llu, \"threads\": %d, "
+	printf("{\"workload\": \"%s\", \"seconds\": %.6f, \"ops\": %llu, "
+	       "\"planned_ops\": %llu, \"threads\": %d, "
 	       "\"scale\": %g, \"seed\": %llu, \"user_seconds\": %.3f, \"sys_seconds\": %.3f, "
 	       "\"minor_faults\": %ld, \"max_rss_kib\": %ld, \"checksum\": %llu, "
 	       "\"allocator_detected\": \"%s\"}\n",
-	       w->name, res.seconds, (unsigned long long)res.ops, res.threads, cfg.scale,
+	       w->name, res.seconds, (unsigned long long)res.ops,
+	       (unsigned long long)res.planned_ops, res.threads, cfg.scale,
 	       (unsigned long long)cfg.seed,
 	       tv_seconds(usage_after.ru_utime) - tv_seconds(usage_before.ru_utime),
 	       tv_seconds(usage_after.ru_stime) - tv_seconds(usage_before.ru_stime),

@@ -25,6 +25,10 @@ struct config {
 	double scale;  /* multiplies the amount of work; never the live set */
 	uint64_t seed; /* every random choice derives from it */
 	int threads;   /* 0: the workload's default */
+	/* 0, or the time after which a workload that supports it (tight) stops at the end
+	 * of a round: a run planned for an allocator many times slower than the others
+	 * then reports the part it did (ops < planned_ops). */
+	double max_seconds;
 };
 
 /* What a workload reports.  ops counts allocations (malloc, or realloc calls for
@@ -34,6 +38,7 @@ struct result {
 	int threads;	   /* threads that did allocation work (at once) */
 	uint64_t checksum; /* folds bytes read back, so no work can be optimised away */
 	double seconds;	   /* set by measured() */
+	uint64_t planned_ops; /* the ops of a complete run; 0: the same as ops */
 };
 
 /*
@@ -87,6 +92,8 @@ size_t size_uniform(struct rng *r, size_t low, size_t high);
  * by count and large ones by bytes.
  */
 size_t size_octaves(struct rng *r, size_t low, size_t high);
+
+double now_seconds(void);
 
 /* Work amounts: base * scale, at least `minimum`. */
 uint64_t scaled(const struct config *cfg, uint64_t base, uint64_t minimum);

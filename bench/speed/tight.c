@@ -7,17 +7,22 @@
  *
  * tight1-<size> runs one thread; tightN-<size> one thread per online CPU, each doing
  * the same work as the single thread (throughput: perfect scaling keeps the time).
+ *
+ * With --max-seconds a thread stops after the round that crosses the limit; ops then
+ * counts the rounds done and planned_ops the rounds asked for.
  */
 #include <stdlib.h>
 
 #include "speed.h"
 
-enum { BATCH = 1024 };
+enum { BATCH = 1024, CLOCK_EVERY = 16 };
 
 struct tight_thread {
 	pthread_t thread;
 	size_t size;
 	uint64_t rounds;
+	double deadline; /* 0: none */
+	uint64_t rounds_done;
 	uint64_t checksum;
 };
 
@@ -25,7 +30,11 @@ static void *tight_main(void *arg)
 {
 	struct tight_thread *t = arg;
 	unsigned char *blocks[BATCH];
-	for (uint64_t round = 0; round < t->rounds; round++) {
+	uint64_t round;
+	for (round = 0; round < t->rounds; round++) {
+		if (t->deadline > 0 && round % CLOCK_EVERY == 0 && round > 0 &&
+		    now_seconds() > t->deadline)
+			break;
 		for (int i = 0; i < BATCH; i++) {
 			blocks[i] = must(malloc(t->size), "malloc");
 			blocks[i][0] = (unsigned char)i;
@@ -35,6 +44,7 @@ static void *tight_main(void *arg)
 			free(blocks[i]);
 		}
 	}
+	t->rounds_done = round;
 	return NULL;
 }
 
@@ -74,11 +84,15 @@ int workload_tight(const struct config *cfg, struct result *res, long size_and_t
 		threads[i].size = size;
 		threads[i].rounds = rounds;
 	}
+	double deadline = cfg->max_seconds > 0 ? now_seconds() + cfg->max_seconds : 0;
+	for (int i = 0; i < count; i++)
+		threads[i].deadline = deadline;
 	struct tight_run run = {threads, count};
 	measured(res, tight_body, &run);
 	res->threads = count;
 	for (int i = 0; i < count; i++) {
-		res->ops += rounds * BATCH;
+		res->ops += threads[i].rounds_done * BATCH;
+		res->planned_ops += rounds * BATCH;
 		res->checksum += threads[i].checksum;
 	}
 	free(threads);
