@@ -12,7 +12,6 @@ import sys
 from .allocators import parse_vcmalloc_stats
 
 FOOTPRINT_WORKLOADS = ["few", "many", "roam", "storm", "server"]
-SPEED_WORKLOADS = ["churn", "server", "larson"]
 
 
 def make_record(machine, workload, placement, allocator, repeat, returncode, stdout, stderr):

@@ -1,0 +1,189 @@
+# SPDX-License-Identifier: MIT
+"""Medians, ratios and the Markdown report of bench/run-speed.
+
+Per workload and allocator: the median of the successful runs' seconds, min and max.
+vcmalloc's ratio is its median over the fastest peer's (every allocator not of the
+vcmalloc family): above 1, vcmalloc is slower.  Two geometric means summarise:
+vcmalloc / fastest peer over the workloads, and for every allocator its time over
+the fastest allocator's (vcmalloc included), over the workloads every allocator ran.
+"""
+import math
+import statistics
+
+
+def summarize(records, workloads, allocators):
+    """{(workload, allocator): {median, min, max, runs, failed, errors}}"""
+    summary = {}
+    for w in workloads:
+        for a in allocators:
+            mine = [r for r in records if r["workload"] == w and r["allocator"] == a]
+            times = [r["seconds"] for r in mine if r["status"] == "ok"]
+            errors = sorted({r["error"] for r in mine if r["status"] != "ok" and r["error"]})
+            summary[(w, a)] = {
+                "median": statistics.median(times) if times else None,
+                "min": min(times) if times else None,
+                "max": max(times) if times else None,
+                "runs": len(times),
+                "failed": sum(r["status"] == "failed" for r in mine),
+                "skipped": all(r["status"] == "skipped" for r in mine) and bool(mine),
+                "extrapolated": any(r.get("extrapolated") for r in mine),
+                "errors": errors,
+            }
+    return summary
+
+
+def geomean(values):
+    values = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def fastest_peer(summary, workload, peers):
+    timed = [(summary[(workload, p)]["median"], p) for p in peers
+             if summary[(workload, p)]["median"] is not None]
+    return min(timed) if timed else (None, None)
+
+
+def ratios(summary, workloads, vcmallocs, peers):
+    """{vcmalloc name: {workload: (ratio, fastest peer)}} where both were measured."""
+    out = {}
+    for v in vcmallocs:
+        out[v] = {}
+        for w in workloads:
+            best, who = fastest_peer(summary, w, peers)
+            mine = summary[(w, v)]["median"]
+            if best and mine is not None:
+                out[v][w] = (mine / best, who)
+    return out
+
+
+def relative_to_fastest(summary, workloads, allocators):
+    """Per allocator, the geometric mean over the workloads that every allocator ran of
+    median / fastest median, and how many workloads it was the fastest on."""
+    common = [w for w in workloads
+              if all(summary[(w, a)]["median"] is not None for a in allocators)]
+    rel = {}
+    for a in allocators:
+        parts, wins = [], 0
+        for w in common:
+            best = min(summary[(w, b)]["median"] for b in allocators)
+            parts.append(summary[(w, a)]["median"] / best)
+            wins += summary[(w, a)]["median"] == best
+        rel[a] = {"geomean": geomean(parts), "fastest_on": wins}
+    return rel, common
+
+
+def _time(seconds):
+    return f"{seconds * 1e3:.0f} ms" if seconds >= 0.1 else f"{seconds * 1e3:.1f} ms"
+
+
+def _cell(s, bold, repeat):
+    if s["median"] is None:
+        if s["skipped"]:
+            return "skipped"
+        return "failed" if s["failed"] else "–"
+    text = ("~" if s["extrapolated"] else "") + _time(s["median"])
+    if s["runs"] > 1 and s["median"] > 0:
+        text += f" ±{50 * (s['max'] - s['min']) / s['median']:.0f}%"
+    elif s["runs"] < repeat:
+        text += f" ({s['runs']} run)"
+    return f"**{text}**" if bold else text
+
+
+def markdown(summary, workloads, allocators, families, meta, instructions=None):
+    vcmallocs = [a for a in allocators if families[a] == "vcmalloc"]
+    peers = [a for a in allocators if families[a] != "vcmalloc"]
+    rat = ratios(summary, [w.name for w in workloads], vcmallocs, peers)
+    md = ["# vcmalloc speed next to its peers", "",
+          f"{meta['repeat']} interleaved run(s) per allocator and workload, scale "
+          f"{meta['scale']}; medians of the wall time of the timed part (speed program) "
+          "or of the whole process (real programs).  ±: half the min-max range over the "
+          "runs, relative to the median.  Bold: the fastest.  An allocator slower than "
+          f"{meta['slow_cutoff']}x the fastest in the first repetition runs once only.  "
+          f"~: time extrapolated from a run stopped after {meta['max_seconds']} s "
+          "(tight workloads).  "
+          f"Host: {meta['machine']['cpus']} CPUs, kernel {meta['machine']['kernel']}; "
+          f"load average {meta['load_before']:.1f} before, {meta['load_after']:.1f} after.",
+          ""]
+    vc = meta.get("vcmalloc") or {}
+    if vcmallocs and vc.get("library"):
+        md += [f"vcmalloc: a copy of `{vc['library']}`, built {vc['built']}, repository at "
+               f"{vc['git_head']}" + (" with uncommitted changes under allocator/ or rseq/"
+                                     if vc.get("uncommitted_allocator_changes") else "") +
+               ".", ""]
+    if meta.get("missing"):
+        md += [f"Not measured (library missing): {', '.join(meta['missing'])}.", ""]
+    head = ["workload", *allocators]
+    for v in vcmallocs:
+        head += [f"{v} / fastest peer", "fastest peer"]
+    md += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for w in workloads:
+        medians = [summary[(w.name, a)]["median"] for a in allocators]
+        best = min((m for m in medians if m is not None), default=None)
+        row = [w.name] + [_cell(summary[(w.name, a)], summary[(w.name, a)]["median"] == best,
+                                meta["repeat"])
+                          for a in allocators]
+        for v in vcmallocs:
+            r = rat[v].get(w.name)
+            row += [f"{r[0]:.2f}", r[1]] if r else ["–", "–"]
+        md.append("| " + " | ".join(row) + " |")
+    md.append("")
+    for v in vcmallocs:
+        values = rat[v]
+        if not values:
+            continue
+        g = geomean([r for r, _ in values.values()])
+        slower = sorted(((r, w) for w, (r, _) in values.items() if r > 1.05), reverse=True)
+        md.append(f"**{v} / fastest peer, geometric mean over {len(values)} workloads: "
+                  f"{g:.2f}** (above 1: slower than the best peer of each workload).")
+        speed_names = {w.name for w in workloads if w.kind == "speed"}
+        for label, names in (("speed program", speed_names),
+                             ("real programs", set(values) - speed_names)):
+            part = [values[w][0] for w in names if w in values]
+            if part:
+                md.append(f"- {label} only: {geomean(part):.2f} over {len(part)} workloads")
+        if slower:
+            md.append("- more than 5% slower than the fastest peer: " +
+                      ", ".join(f"{w} ({r:.2f})" for r, w in slower))
+        md.append("")
+    rel, common = relative_to_fastest(summary, [w.name for w in workloads], allocators)
+    md += [f"Each allocator's time over the fastest allocator's, geometric mean over the "
+           f"{len(common)} workloads every allocator completed (1.00 = always the fastest):",
+           "", "| allocator | geo mean time / fastest | fastest on |", "|---|---|---|"]
+    for a in sorted(allocators, key=lambda a: rel[a]["geomean"] or math.inf):
+        g = rel[a]["geomean"]
+        md.append(f"| {a} | {g:.2f} | {rel[a]['fastest_on']} |" if g else f"| {a} | – | – |")
+    md.append("")
+    failures = [(k, s) for k, s in summary.items() if s["errors"]]
+    if failures:
+        md += ["Failures and skips:", ""]
+        md += [f"- {w} / {a}: {'; '.join(s['errors'])[:300]}" for (w, a), s in failures]
+        md.append("")
+    if instructions:
+        md += instructions_markdown(instructions, allocators)
+    md.append(f"Total run time: {meta['total_seconds']:.0f} s.")
+    return "\n".join(md) + "\n"
+
+
+def instructions_markdown(inst, allocators):
+    rows, method, scale = inst["results"], inst["method"], inst["scale"]
+    names = [a for a in allocators if any(r["allocator"] == a for r in rows)]
+    md = [f"## Instructions per allocation ({method}, scale {scale})", "",
+          "Instructions executed in the timed part divided by its allocations (each with "
+          "its free and the workload's own few instructions)."]
+    if method == "callgrind":
+        md.append("Counted by callgrind: no cache or page-fault costs, threads "
+                  "serialised.")
+        modes = sorted({r["vcmalloc_index"] for r in rows if r["vcmalloc_index"]})
+        if modes and modes != ["vcpu"] and modes != ["cpu"]:
+            md.append(f"valgrind has no rseq: vcmalloc ran with index {', '.join(modes)}, "
+                      "not its rseq fast path, so its figures here overstate its cost.")
+    md += ["", "| workload | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]
+    for w in inst["workloads"]:
+        cells = []
+        for a in names:
+            r = next((r for r in rows if r["workload"] == w and r["allocator"] == a), None)
+            cells.append(f"{r['instructions_per_op']:.0f}" if r and r["instructions_per_op"]
+                         else "failed")
+        md.append(f"| {w} | " + " | ".join(cells) + " |")
+    md.append("")
+    return md
