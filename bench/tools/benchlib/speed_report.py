@@ -97,7 +97,7 @@ def markdown(summary, workloads, allocators, families, meta, instructions=None):
           f"{meta['repeat']} interleaved run(s) per allocator and workload, scale "
           f"{meta['scale']}; medians of the wall time of the timed part (speed program) "
           "or of the whole process (real programs).  ±: half the min-max range over the "
-          "runs, relative to the median.  Bold: the fastest.  An allocator slower than "
+          "runs, relative to the median.  Bold: the fastest.  A peer slower than "
           f"{meta['slow_cutoff']}x the fastest in the first repetition runs once only.  "
           f"~: time extrapolated from a run stopped after {meta['max_seconds']} s "
           "(tight workloads).  "
@@ -106,8 +106,9 @@ def markdown(summary, workloads, allocators, families, meta, instructions=None):
           ""]
     vc = meta.get("vcmalloc") or {}
     if vcmallocs and vc.get("library"):
-        md += [f"vcmalloc: a copy of `{vc['library']}`, built {vc['built']}, repository at "
-               f"{vc['git_head']}" + (" with uncommitted changes under allocator/ or rseq/"
+        md += [f"vcmalloc: a copy of `{vc['library']}`, built {vc['built']}; last commit "
+               f"to allocator/ or rseq/: {vc['git_head']}" +
+               (", with uncommitted changes there"
                                      if vc.get("uncommitted_allocator_changes") else "") +
                ".", ""]
     if meta.get("missing"):
