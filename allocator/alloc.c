@@ -86,8 +86,8 @@ void *vc_malloc(size_t n)
 {
 	if (VC_LIKELY(n <= VC_SMALL_MAX)) {
 		unsigned c = vc_class_of(n);
-		void *p = vc_cache_pop(c);
-		if (VC_LIKELY(p != NULL))
+		void *p;
+		if (VC_LIKELY(vc_cache_pop(c, &p)))
 			return finish_small(p);
 		return malloc_small_slow(c);
 	}
@@ -129,8 +129,8 @@ static inline enum vc_kind classify(const void *p, const char *func, struct vc_s
 		*span = sp;
 		size_t off = (size_t)((const char *)p - vc_span_start(sp));
 		if (VC_LIKELY(sp->state == VC_SPAN_SMALL)) {
-			uint64_t q = ((uint64_t)off * sp->div_magic) >> 40;
-			if (VC_UNLIKELY(q * sp->obj_size != off || q >= sp->capacity))
+			if (VC_UNLIKELY(vc_object_index(&vc_classes[sp->sizeclass], off) >=
+					sp->capacity))
 				bad_pointer(p, func);
 			return VC_KIND_SMALL;
 		}
@@ -183,10 +183,9 @@ static inline const struct vc_page_entry *small_entry(const void *p, size_t size
 	const struct vc_segment *s = vc_segment_of(p);
 	const struct vc_page_entry *e = vc_page_entry_of(s, p);
 	const struct vc_class_info *ci = &vc_classes[e->sizeclass];
-	/* Class 0 has size 0 and no objects: the checks below fail for it. */
+	/* Class 0 has no objects: the check below fails for it. */
 	size_t off = a - ((uintptr_t)s + ((size_t)e->first_page << VC_PAGE_SHIFT));
-	uint64_t q = ((uint64_t)off * ci->div_magic) >> 40;
-	if (VC_LIKELY(q * ci->size == off && q < ci->objects && size <= ci->size))
+	if (VC_LIKELY(vc_object_index(ci, off) < ci->objects && size <= ci->size))
 		return e;
 	return NULL;
 }
@@ -308,8 +307,8 @@ void *vc_memalign(size_t align, size_t n)
 	vc_ensure_init(); /* the class search reads the size table */
 	unsigned c = vc_class_for_aligned(n, align);
 	if (c) {
-		void *p = vc_cache_pop(c);
-		if (VC_LIKELY(p != NULL))
+		void *p;
+		if (VC_LIKELY(vc_cache_pop(c, &p)))
 			return finish_small(p);
 		return malloc_small_slow(c);
 	}

@@ -100,6 +100,13 @@ static inline unsigned vc_class_of(size_t n)
 	unsigned j = (unsigned)((n - 1 - ((size_t)1 << k)) >> (k - 3)) + 1;
 	return 8 + (k - 7) * 8 + j;
 }
+/* Index of the object of class c starting `off` bytes into its span, or a value
+ * >= vc_classes[c].objects when no object of the span starts there (types.h). */
+static inline uint64_t vc_object_index(const struct vc_class_info *ci, uint64_t off)
+{
+	uint64_t x = off * ci->inverse;
+	return (x >> ci->shift) | (x << ((64 - ci->shift) & 63));
+}
 /* Smallest class whose objects all have alignment align (<= a page), or 0. */
 unsigned vc_class_for_aligned(size_t n, size_t align) VC_HIDDEN;
 

@@ -32,6 +32,26 @@ static uint32_t span_pages_for(uint32_t size)
 	}
 }
 
+/* vc_object_index against plain division: at the edges always, at every 16-byte
+ * offset of the span in builds with expensive asserts. */
+static void check_object_index(const struct vc_class_info *ci)
+{
+	uint64_t span = (uint64_t)ci->span_pages * VC_PAGE_SIZE;
+	const uint64_t edges[] = {0, 1, 8, 16, ci->size - 16, ci->size, ci->size + 16,
+				  (uint64_t)ci->size * (ci->objects - 1),
+				  (uint64_t)ci->size * ci->objects, span - 16, span};
+	for (unsigned i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+		uint64_t off = edges[i], q = vc_object_index(ci, off);
+		bool start = off % ci->size == 0 && off / ci->size < ci->objects;
+		VC_ASSERT_ALWAYS(start ? q == off / ci->size : q >= ci->objects);
+	}
+	for (uint64_t off = 0; vc_config_assert_level >= 2 && off <= span; off += 16) {
+		uint64_t q = vc_object_index(ci, off);
+		bool start = off % ci->size == 0 && off / ci->size < ci->objects;
+		VC_ASSERT_ALWAYS(start ? q == off / ci->size : q >= ci->objects);
+	}
+}
+
 void vc_sizeclass_init(void)
 {
 	unsigned c = 1;
@@ -62,6 +82,13 @@ void vc_sizeclass_init(void)
 		ci->slot_base = slot;
 		slot += ci->max_slots;
 		ci->div_magic = ((1ull << 40) + ci->size - 1) / ci->size;
+		ci->shift = (uint8_t)__builtin_ctz(ci->size);
+		uint64_t odd = ci->size >> ci->shift, inv = odd; /* correct to 3 bits */
+		for (int i = 0; i < 5; i++)
+			inv *= 2 - odd * inv; /* Newton: doubles the correct bits */
+		VC_ASSERT_ALWAYS(inv * odd == 1);
+		ci->inverse = inv;
+		check_object_index(ci);
 	}
 	VC_ASSERT_ALWAYS(slot <= VC_VCPU_SLOTS && slot < 0xffff); /* 0xffff: stopped */
 	for (size_t n = 0; n <= 1024; n += 16) {

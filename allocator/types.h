@@ -142,17 +142,25 @@ struct vc_huge_header {
 	uint64_t state;        /* 1 live, 0 freed */
 };
 
-/* Size class table (sizeclass.c): read-only after init. */
+/* Size class table (sizeclass.c): read-only after init. One cache line per class;
+ * free() reads the first 16 bytes.
+ *
+ * Object index by exact division: size = odd << shift, inverse * odd = 1 (mod 2^64).
+ * For an offset off from the span start, rotr64(off * inverse, shift) is off / size
+ * when size divides off, and above 2^64 / size (so above `objects`) otherwise: one
+ * compare, index < objects, says "the start of one of the span's objects". */
 struct vc_class_info {
-	uint32_t size;
-	uint32_t span_pages;
+	uint64_t inverse;      /* of size >> shift, modulo 2^64 */
 	uint32_t objects;      /* per span */
+	uint32_t size;
+	uint8_t shift;         /* trailing zero bits of size */
+	uint32_t span_pages;
 	uint32_t batch;        /* objects moved between vCPU cache and central at once */
 	uint32_t max_slots;    /* per-vCPU capacity limit */
 	uint32_t slot_base;    /* first slot of this class in a vCPU region */
 	uint32_t transfer_cap; /* objects a central transfer array may hold */
 	uint64_t div_magic;    /* ceil(2^40 / size): exact offset / size for offsets < 4 MiB */
-};
+} __attribute__((aligned(64)));
 
 /* Central free lists of one (node, class). The transfer array holds at most the
  * class's transfer_cap objects (<= VC_TRANSFER_CAP, about 256 KiB of objects).

@@ -463,8 +463,8 @@ void *vc_cache_alloc_slow(unsigned c)
 		return vc_central_remove(current_node(), c, buf, 1) ? buf[0] : NULL;
 	}
 	/* The index may already be populated by a thread that ran as it before. */
-	void *p = vc_cache_pop(c);
-	if (p)
+	void *p;
+	if (vc_cache_pop(c, &p))
 		return p;
 	unsigned node = current_node();
 	struct vc_vcpu *v = &vc_g.vcpus[idx];

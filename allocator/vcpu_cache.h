@@ -2,7 +2,7 @@
  *
  * The vCPU index is the rseq field chosen at start-up (mm_cid or cpu_id). A pop or
  * push is one rseq critical section on the region of that index: no lock, no atomic
- * read-modify-write. Both return "miss" (NULL / false) when the index is unusable
+ * read-modify-write. Both return "miss" (false) when the index is unusable
  * (thread without rseq, fallback mode, id out of range), when the cache of the index
  * is not populated or stopped (zero header), or when the stack is empty / full; the
  * slow paths in vcpu_cache.c handle every such case.
@@ -35,25 +35,24 @@ static inline uint32_t *vc_vcpu_node_tag(char *region)
 }
 
 #define VC_DEFINE_FAST(name, ix)                                                        \
-	static inline void *vc_cache_pop_##name(unsigned c, bool numa)                 \
+	static inline bool vc_cache_pop_##name(unsigned c, bool numa, void **out)      \
 	{                                                                               \
 		struct vc_rseq_abi *rs = vc_fast_area();                                \
 		for (;;) {                                                              \
 			uint32_t idx = vc_rseq_read_index(rs, ix);                      \
 			if (VC_UNLIKELY(idx >= vc_g.nvcpus))                            \
-				return NULL;                                            \
+				return false;                                           \
 			char *region = vc_vcpu_region(idx);                             \
-			void *p;                                                        \
 			int r = numa ? vc_rseq_pop_local_##name(                        \
 					   rs, idx, vc_vcpu_header(region, c), region,  \
-					   vc_vcpu_node_tag(region), &p)                \
+					   vc_vcpu_node_tag(region), out)               \
 				     : vc_rseq_pop_##name(rs, idx,                      \
 							  vc_vcpu_header(region, c),    \
-							  region, &p);                  \
+							  region, out);                 \
 			if (VC_LIKELY(r == 0))                                          \
-				return p;                                               \
+				return true;                                            \
 			if (r > 0)                                                      \
-				return NULL;                                            \
+				return false;                                           \
 		}                                                                       \
 	}                                                                               \
 	static inline bool vc_cache_push_##name(unsigned c, void *p, unsigned node,    \
@@ -91,20 +90,21 @@ enum vc_fast_path {
 	VC_FAST_NONE = 4, /* fallback mode, or before start-up */
 };
 
-static inline void *vc_cache_pop(unsigned c)
+/* Pop an object of class c into *out; false on a miss (*out untouched). */
+static inline bool vc_cache_pop(unsigned c, void **out)
 {
 	int fast = vc_g.fast;
 	if (VC_LIKELY(fast == VC_FAST_MM_CID))
-		return vc_cache_pop_mm_cid(c, false);
+		return vc_cache_pop_mm_cid(c, false, out);
 	switch (fast) {
 	case VC_FAST_CPU_ID:
-		return vc_cache_pop_cpu_id(c, false);
+		return vc_cache_pop_cpu_id(c, false, out);
 	case VC_FAST_MM_CID_NUMA:
-		return vc_cache_pop_mm_cid(c, true);
+		return vc_cache_pop_mm_cid(c, true, out);
 	case VC_FAST_CPU_ID_NUMA:
-		return vc_cache_pop_cpu_id(c, true);
+		return vc_cache_pop_cpu_id(c, true, out);
 	default:
-		return NULL;
+		return false;
 	}
 }
 
