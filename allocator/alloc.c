@@ -352,6 +352,8 @@ void *vc_realloc(void *p, size_t n)
 		break;
 	case VC_KIND_HUGE:
 		old = h->size;
+		if (n <= old && n > old / 2)
+			return p; /* like a large block: shrinking by less than half */
 		if (n > VC_LARGE_MAX) {
 			void *q = vc_huge_realloc(h, n);
 			if (q)
@@ -361,7 +363,15 @@ void *vc_realloc(void *p, size_t n)
 	default:
 		return NULL;
 	}
-	void *q = vc_malloc(n);
+	/* Growing by a move: ask for a quarter more than the old block, so that a
+	 * block grown by small appends moves O(log n) times, not once per size class
+	 * or page (a string grown to 1 MiB by 8-128 byte appends copied about 60 MiB
+	 * across the 8 KiB steps of large blocks). Exact size if that fails. */
+	void *q = NULL;
+	if (n > old && old + old / 4 > n)
+		q = vc_malloc(old + old / 4);
+	if (!q)
+		q = vc_malloc(n);
 	if (!q)
 		return NULL;
 	memcpy(q, p, old < n ? old : n);
