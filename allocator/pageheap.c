@@ -161,8 +161,13 @@ struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state)
 
 /* Pages [first, first+n) of s become one FREE span, merged with FREE neighbours, with
  * `released` of its pages not resident. Returns s when the segment is now entirely
- * free and must be unmapped by the caller after unlocking (it has been unlinked);
- * NULL otherwise. Page-heap lock held. */
+ * free and released and must be unmapped by the caller after unlocking (it has been
+ * unlinked); NULL otherwise. Page-heap lock held.
+ *
+ * A segment that becomes free with resident pages stays mapped until the decay has
+ * released them: unmapping it at once made a program that frees and reallocates
+ * large blocks (a string grown by realloc, say) fault every page of a fresh mapping
+ * in again, 38% of its time. */
 static struct vc_segment *put_free_locked(struct vc_pageheap *ph, struct vc_segment *s,
 					  unsigned first, unsigned n, uint32_t released)
 {
@@ -194,9 +199,9 @@ static struct vc_segment *put_free_locked(struct vc_pageheap *ph, struct vc_segm
 		}
 		VC_ASSERT_EXPENSIVE(pg == VC_PAGES_PER_SEGMENT);
 	}
-	if (s->used_pages == 0 && s->decaying_pages == 0) {
-		/* Whole segment free (merged is all of it): unmap it unless it is the
-		 * node's last one. */
+	if (s->used_pages == 0 && s->decaying_pages == 0 && released == n) {
+		/* Whole segment free (merged is all of it) and released: unmap it unless
+		 * it is the node's last one. */
 		bool keep = ph->segments == s && s->next == NULL;
 		if (!keep) {
 			if (s->prev)
