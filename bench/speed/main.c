@@ -192,7 +192,7 @@ int main(int argc, char **argv)
 	getrusage(RUSAGE_SELF, &end);
 	printf("{\"workload\": \"%s\", \"seconds\": %.6f, \"ops\": %llu, "
 	       "\"planned_ops\": %llu, \"threads\": %d, "
-	       "\"scale\": %g, \"seed\": %llu, \"user_seconds\": %.3f, \"sys_seconds\": %.3f, "
+	       "\"scale\": %g, \"seed\": %llu, \"user_seconds\": %.6f, \"sys_seconds\": %.6f, "
 	       "\"minor_faults\": %ld, \"max_rss_kib\": %ld, \"checksum\": %llu, "
 	       "\"allocator_detected\": \"%s\"}\n",
 	       w->name, res.seconds, (unsigned long long)res.ops,

@@ -9,8 +9,9 @@ Two kinds of workload:
     runs under the allocator).
 
 A run returns a record: {workload, allocator, repeat, status ("ok", "failed",
-"skipped"), seconds, ops, user_seconds, sys_seconds, max_rss_kib, error, detail
-(the speed program's JSON line)}, plus "extrapolated": true for a run cut short.
+"skipped"), seconds, ops, user_seconds, sys_seconds, cpu_seconds (their sum),
+max_rss_kib, error, detail (the speed program's JSON line)}, plus "extrapolated":
+true for a run cut short.
 """
 import json
 import os
@@ -80,6 +81,7 @@ def program_workloads():
 def new_record(workload, allocator, repeat):
     return {"workload": workload, "allocator": allocator, "repeat": repeat, "status": "ok",
             "seconds": None, "ops": None, "user_seconds": None, "sys_seconds": None,
+            "cpu_seconds": None,
             "max_rss_kib": None, "error": None, "detail": None}
 
 
@@ -117,10 +119,10 @@ def _spawn(cmd, env, timeout, stdin_text=None):
 
 
 def _fill_usage(rec, usage):
-    if usage:
-        rec["user_seconds"] = round(usage.ru_utime, 3)
-        rec["sys_seconds"] = round(usage.ru_stime, 3)
-        rec["max_rss_kib"] = usage.ru_maxrss
+    rec["user_seconds"] = round(usage.ru_utime, 6)
+    rec["sys_seconds"] = round(usage.ru_stime, 6)
+    rec["cpu_seconds"] = round(usage.ru_utime + usage.ru_stime, 6)
+    rec["max_rss_kib"] = usage.ru_maxrss
 
 
 def _check_exit(rec, code, stderr, timeout):
@@ -165,9 +167,11 @@ def run_speed(speed_exe, workload, allocator, repeat, scale, timeout, max_second
     rec["detail"] = doc
     rec["seconds"], rec["ops"] = doc["seconds"], doc["ops"]
     rec["user_seconds"], rec["sys_seconds"] = doc["user_seconds"], doc["sys_seconds"]
+    rec["cpu_seconds"] = doc["user_seconds"] + doc["sys_seconds"]
     rec["max_rss_kib"] = doc["max_rss_kib"]
     if 0 < doc["ops"] < doc["planned_ops"]:
         rec["seconds"] = doc["seconds"] * doc["planned_ops"] / doc["ops"]
+        rec["cpu_seconds"] *= doc["planned_ops"] / doc["ops"]
         rec["extrapolated"] = True
     if doc.get("allocator_detected") != allocator.family:
         rec["status"] = "failed"
@@ -250,16 +254,27 @@ def _run_redis(rec, allocator, count, timeout):
         if _check_exit(rec, code, stderr, timeout):
             rec["seconds"] = round(wall, 6)
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            _, server_err = server.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            _, server_err = server.communicate()
+        server_err, status, usage = _stop(server)
     if rec["status"] == "ok":
-        if server.returncode != 0:
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
             rec["status"] = "failed"
-            rec["error"] = f"redis-server exit status {server.returncode}"
+            rec["error"] = f"redis-server exit status {code}"
         else:
-            _check_vcmalloc(rec, allocator, server_err.decode(errors="replace"))
+            _fill_usage(rec, usage)
+            _check_vcmalloc(rec, allocator, server_err)
     return rec
+
+
+def _stop(server):
+    """SIGTERM (SIGKILL after 20 s) to the server; returns its stderr, wait status and
+    resource usage."""
+    server.send_signal(signal.SIGTERM)
+    timer = threading.Timer(20, server.kill)
+    timer.start()
+    err = server.stderr.read().decode(errors="replace")
+    _, status, usage = os.wait4(server.pid, 0)
+    timer.cancel()
+    server.returncode = os.waitstatus_to_exitcode(status)
+    server.stderr.close()
+    return err, status, usage

@@ -11,13 +11,14 @@ import math
 import statistics
 
 
-def summarize(records, workloads, allocators):
-    """{(workload, allocator): {median, min, max, runs, failed, errors}}"""
+def summarize(records, workloads, allocators, key="seconds"):
+    """{(workload, allocator): {median, min, max, runs, failed, errors}} of `key`
+    ("seconds": wall time, "cpu_seconds": user + system)."""
     summary = {}
     for w in workloads:
         for a in allocators:
             mine = [r for r in records if r["workload"] == w and r["allocator"] == a]
-            times = [r["seconds"] for r in mine if r["status"] == "ok"]
+            times = [r[key] for r in mine if r["status"] == "ok" and r.get(key) is not None]
             errors = sorted({r["error"] for r in mine if r["status"] != "ok" and r["error"]})
             summary[(w, a)] = {
                 "median": statistics.median(times) if times else None,
@@ -73,6 +74,8 @@ def relative_to_fastest(summary, workloads, allocators):
 
 
 def _time(seconds):
+    if seconds < 0.01:
+        return f"{seconds * 1e3:.2f} ms"
     return f"{seconds * 1e3:.0f} ms" if seconds >= 0.1 else f"{seconds * 1e3:.1f} ms"
 
 
@@ -89,10 +92,59 @@ def _cell(s, bold, repeat):
     return f"**{text}**" if bold else text
 
 
-def markdown(summary, workloads, allocators, families, meta, instructions=None):
+def _comparison(summary, workloads, allocators, vcmallocs, peers, repeat, what="time"):
+    """The table (a row per workload), vcmalloc's geometric means and every allocator's
+    geometric mean over the fastest."""
+    rat = ratios(summary, [w.name for w in workloads], vcmallocs, peers)
+    head = ["workload", *allocators]
+    for v in vcmallocs:
+        head += [f"{v} / fastest peer", "fastest peer"]
+    md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for w in workloads:
+        medians = [summary[(w.name, a)]["median"] for a in allocators]
+        best = min((m for m in medians if m is not None), default=None)
+        row = [w.name] + [_cell(summary[(w.name, a)], summary[(w.name, a)]["median"] == best,
+                                repeat)
+                          for a in allocators]
+        for v in vcmallocs:
+            r = rat[v].get(w.name)
+            row += [f"{r[0]:.2f}", r[1]] if r else ["–", "–"]
+        md.append("| " + " | ".join(row) + " |")
+    md.append("")
+    speed_names = {w.name for w in workloads if w.kind == "speed"}
+    for v in vcmallocs:
+        values = rat[v]
+        if not values:
+            continue
+        g = geomean([r for r, _ in values.values()])
+        md.append(f"**{v} / fastest peer ({what}), geometric mean over {len(values)} "
+                  f"workloads: {g:.2f}** (above 1: slower than the best peer of each "
+                  "workload).")
+        for label, names in (("speed program", speed_names),
+                             ("real programs", set(values) - speed_names)):
+            part = [values[w][0] for w in names if w in values]
+            if part:
+                md.append(f"- {label} only: {geomean(part):.2f} over {len(part)} workloads")
+        slower = sorted(((r, w) for w, (r, _) in values.items() if r > 1.05), reverse=True)
+        if slower:
+            md.append("- more than 5% slower than the fastest peer: " +
+                      ", ".join(f"{w} ({r:.2f})" for r, w in slower))
+        md.append("")
+    rel, common = relative_to_fastest(summary, [w.name for w in workloads], allocators)
+    md += [f"Each allocator's {what} over the fastest allocator's, geometric mean over the "
+           f"{len(common)} workloads every allocator completed (1.00 = always the fastest):",
+           "", f"| allocator | geo mean {what} / fastest | fastest on |", "|---|---|---|"]
+    for a in sorted(allocators, key=lambda a: rel[a]["geomean"] or math.inf):
+        g = rel[a]["geomean"]
+        md.append(f"| {a} | {g:.2f} | {rel[a]['fastest_on']} |" if g else f"| {a} | – | – |")
+    md.append("")
+    return md
+
+
+def markdown(summary, cpu_summary, workloads, allocators, families, meta, instructions=None):
+    """The report: wall time first (what the comparison is about), then CPU time."""
     vcmallocs = [a for a in allocators if families[a] == "vcmalloc"]
     peers = [a for a in allocators if families[a] != "vcmalloc"]
-    rat = ratios(summary, [w.name for w in workloads], vcmallocs, peers)
     md = ["# vcmalloc speed next to its peers", "",
           f"{meta['repeat']} interleaved run(s) per allocator and workload, scale "
           f"{meta['scale']}; medians of the wall time of the timed part (speed program) "
@@ -109,56 +161,23 @@ def markdown(summary, workloads, allocators, families, meta, instructions=None):
         md += [f"vcmalloc: a copy of `{vc['library']}`, built {vc['built']}; last commit "
                f"to allocator/ or rseq/: {vc['git_head']}" +
                (", with uncommitted changes there"
-                                     if vc.get("uncommitted_allocator_changes") else "") +
-               ".", ""]
+                if vc.get("uncommitted_allocator_changes") else "") + ".", ""]
     if meta.get("missing"):
         md += [f"Not measured (library missing): {', '.join(meta['missing'])}.", ""]
-    head = ["workload", *allocators]
-    for v in vcmallocs:
-        head += [f"{v} / fastest peer", "fastest peer"]
-    md += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for w in workloads:
-        medians = [summary[(w.name, a)]["median"] for a in allocators]
-        best = min((m for m in medians if m is not None), default=None)
-        row = [w.name] + [_cell(summary[(w.name, a)], summary[(w.name, a)]["median"] == best,
-                                meta["repeat"])
-                          for a in allocators]
-        for v in vcmallocs:
-            r = rat[v].get(w.name)
-            row += [f"{r[0]:.2f}", r[1]] if r else ["–", "–"]
-        md.append("| " + " | ".join(row) + " |")
-    md.append("")
-    for v in vcmallocs:
-        values = rat[v]
-        if not values:
-            continue
-        g = geomean([r for r, _ in values.values()])
-        slower = sorted(((r, w) for w, (r, _) in values.items() if r > 1.05), reverse=True)
-        md.append(f"**{v} / fastest peer, geometric mean over {len(values)} workloads: "
-                  f"{g:.2f}** (above 1: slower than the best peer of each workload).")
-        speed_names = {w.name for w in workloads if w.kind == "speed"}
-        for label, names in (("speed program", speed_names),
-                             ("real programs", set(values) - speed_names)):
-            part = [values[w][0] for w in names if w in values]
-            if part:
-                md.append(f"- {label} only: {geomean(part):.2f} over {len(part)} workloads")
-        if slower:
-            md.append("- more than 5% slower than the fastest peer: " +
-                      ", ".join(f"{w} ({r:.2f})" for r, w in slower))
-        md.append("")
-    rel, common = relative_to_fastest(summary, [w.name for w in workloads], allocators)
-    md += [f"Each allocator's time over the fastest allocator's, geometric mean over the "
-           f"{len(common)} workloads every allocator completed (1.00 = always the fastest):",
-           "", "| allocator | geo mean time / fastest | fastest on |", "|---|---|---|"]
-    for a in sorted(allocators, key=lambda a: rel[a]["geomean"] or math.inf):
-        g = rel[a]["geomean"]
-        md.append(f"| {a} | {g:.2f} | {rel[a]['fastest_on']} |" if g else f"| {a} | – | – |")
-    md.append("")
+    md += _comparison(summary, workloads, allocators, vcmallocs, peers, meta["repeat"])
     failures = [(k, s) for k, s in summary.items() if s["errors"]]
     if failures:
         md += ["Failures and skips:", ""]
         md += [f"- {w} / {a}: {'; '.join(s['errors'])[:300]}" for (w, a), s in failures]
         md.append("")
+    md += ["## CPU time", "",
+           "User + system CPU seconds: of the timed part for the speed program (all its "
+           "threads), of the whole process for the real programs (for redis: the server's). "
+           "Less disturbed than wall time when other work shares the machine, but not a "
+           "throughput figure for threaded workloads: spinning counts, waiting does not.",
+           ""]
+    md += _comparison(cpu_summary, workloads, allocators, vcmallocs, peers, meta["repeat"],
+                      "CPU time")
     if instructions:
         md += instructions_markdown(instructions, allocators)
     md.append(f"Total run time: {meta['total_seconds']:.0f} s.")
