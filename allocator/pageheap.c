@@ -5,7 +5,8 @@
  *     pagemap[page] points to that span's descriptor (spans[first_page]);
  *   - two FREE spans are never adjacent (they are merged on free);
  *   - a FREE span is on free[npages] (or free[0] above 128 pages);
- *   - a segment whose spans are all FREE is unmapped, except one kept per node;
+ *   - a segment whose spans are all FREE and released is unmapped, except one kept
+ *     per node;
  *   - a DECAYING span is off the free lists and counted in its segment's
  *     decaying_pages while its pages are released with the lock dropped.
  * Memory goes back to the OS with MADV_DONTNEED once a FREE span has been idle for
