@@ -184,7 +184,7 @@ static inline const struct vc_page_entry *small_entry(const void *p, size_t size
 	const struct vc_page_entry *e = vc_page_entry_of(s, p);
 	const struct vc_class_info *ci = &vc_classes[e->sizeclass];
 	/* Class 0 has no objects: the check below fails for it. */
-	size_t off = a - ((uintptr_t)s + ((size_t)e->first_page << VC_PAGE_SHIFT));
+	size_t off = (a & (VC_UNIT_SIZE - 1)) - e->span_offset;
 	if (VC_LIKELY(vc_object_index(ci, off) < ci->objects && size <= ci->size))
 		return e;
 	return NULL;

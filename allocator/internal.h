@@ -129,7 +129,11 @@ static inline struct vc_span *vc_span_of(const struct vc_segment *s, const void 
 static inline const struct vc_page_entry *vc_page_entry_of(const struct vc_segment *s,
 							   const void *p)
 {
-	return &s->entries[((uintptr_t)p - (uintptr_t)s) >> VC_PAGE_SHIFT];
+	/* Page index times the entry size, from the address bits alone. */
+	uintptr_t off = ((uintptr_t)p >> (VC_PAGE_SHIFT - 4)) &
+			((uintptr_t)(VC_PAGES_PER_SEGMENT - 1) << 4);
+	_Static_assert(sizeof(struct vc_page_entry) == 16, "page entries are 16 bytes");
+	return (const struct vc_page_entry *)((const char *)s->entries + off);
 }
 static inline char *vc_span_start(const struct vc_span *sp)
 {

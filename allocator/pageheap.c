@@ -48,7 +48,7 @@ void vc_span_publish(struct vc_span *sp)
 	struct vc_segment *s = vc_segment_of(sp);
 	struct vc_page_entry e = {
 		.tag_key = sp->tag_key,
-		.first_page = sp->first_page,
+		.span_offset = (uint32_t)sp->first_page << VC_PAGE_SHIFT,
 		.sizeclass = sp->state == VC_SPAN_SMALL ? sp->sizeclass : 0,
 		.node = sp->node,
 	};

@@ -114,10 +114,10 @@ struct vc_span {
  * central lock). sizeclass 0: not a SMALL span (FREE, LARGE, DECAYING, header). */
 struct vc_page_entry {
 	uint64_t tag_key;      /* the span's tag_key */
-	uint16_t first_page;   /* of the span */
+	uint32_t span_offset;  /* bytes from the segment base to the span */
 	uint8_t sizeclass;     /* SMALL: the class; else 0 */
 	uint8_t node;
-	uint32_t reserved;
+	uint16_t reserved;
 };
 
 struct vc_segment {
