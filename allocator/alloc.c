@@ -175,10 +175,8 @@ static inline void free_small(unsigned c, unsigned node, uint64_t tag_key, void 
  * takes the checked path). */
 static inline const struct vc_page_entry *small_entry(const void *p, size_t size)
 {
-	uintptr_t a = (uintptr_t)p;
-	const uint8_t *reg = vc_g.registry;
-	if (VC_UNLIKELY(reg == NULL || (a >> VC_ADDRESS_BITS) != 0 ||
-			reg[a >> VC_UNIT_SHIFT] != VC_UNIT_SEGMENT))
+	uintptr_t a = (uintptr_t)p, unit = a >> VC_UNIT_SHIFT;
+	if (VC_UNLIKELY(unit >= VC_REGISTRY_BYTES || vc_registry_bytes[unit] != VC_UNIT_SEGMENT))
 		return NULL;
 	const struct vc_segment *s = vc_segment_of(p);
 	const struct vc_page_entry *e = vc_page_entry_of(s, p);

@@ -111,6 +111,8 @@ static inline uint64_t vc_object_index(const struct vc_class_info *ci, uint64_t 
 unsigned vc_class_for_aligned(size_t n, size_t align) VC_HIDDEN;
 
 /* ---- segment.c: registry, segments, huge blocks ---- */
+#define VC_REGISTRY_BYTES ((size_t)1 << (VC_ADDRESS_BITS - VC_UNIT_SHIFT))
+extern uint8_t vc_registry_bytes[VC_REGISTRY_BYTES] VC_HIDDEN; /* vc_g.registry after start-up */
 static inline unsigned vc_unit_kind(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;

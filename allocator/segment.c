@@ -18,14 +18,17 @@ vc_lock_t vc_os_lock = VC_LOCK_INIT;
 uint64_t vc_huge_mapped_bytes;
 uint64_t vc_huge_count;
 
+/* The registry is zero-filled static storage (.bss: address space, resident only
+ * where written), so that free() indexes it at a link-time address without first
+ * loading and testing a pointer; before start-up it reads "foreign" everywhere. */
+uint8_t vc_registry_bytes[VC_REGISTRY_BYTES] __attribute__((aligned(4096)));
+
 void vc_registry_init(void)
 {
-	size_t bytes = (size_t)1 << (VC_ADDRESS_BITS - VC_UNIT_SHIFT);
-	vc_g.registry = vc_os_reserve(bytes);
-	VC_ASSERT_ALWAYS(vc_g.registry != NULL);
+	vc_g.registry = vc_registry_bytes;
 	/* Free reads it everywhere: with huge pages, each read of a new area would map a
 	 * 2 MiB zero page and each first write would make 2 MiB resident. */
-	vc_os_no_huge_pages(vc_g.registry, bytes);
+	vc_os_no_huge_pages(vc_registry_bytes, VC_REGISTRY_BYTES);
 }
 
 static void registry_set(const void *p, size_t size, unsigned first, unsigned rest)
