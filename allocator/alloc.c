@@ -82,15 +82,9 @@ static VC_NOINLINE void *huge_alloc(size_t n, size_t align)
 	return p; /* errno is ENOMEM when NULL */
 }
 
-void *vc_malloc(size_t n)
+/* Above VC_SMALL_MAX: large, huge, or too large. */
+static VC_NOINLINE void *malloc_big(size_t n)
 {
-	if (VC_LIKELY(n <= VC_SMALL_MAX)) {
-		unsigned c = vc_class_of(n);
-		void *p;
-		if (VC_LIKELY(vc_cache_pop(c, &p)))
-			return finish_small(p);
-		return malloc_small_slow(c);
-	}
 	if (n > PTRDIFF_MAX) {
 		errno = ENOMEM;
 		return NULL;
@@ -98,6 +92,22 @@ void *vc_malloc(size_t n)
 	if (n <= VC_LARGE_MAX)
 		return malloc_large(n);
 	return huge_alloc(n, VC_PAGE_SIZE);
+}
+
+void *vc_malloc(size_t n)
+{
+	/* Sizes up to 1 KiB first: one table lookup, one compare on the way. */
+	unsigned c;
+	if (VC_LIKELY(n <= 1024))
+		c = vc_small_class[(n + 15) >> 4];
+	else if (VC_LIKELY(n <= VC_SMALL_MAX))
+		c = vc_class_of(n);
+	else
+		return malloc_big(n);
+	void *p;
+	if (VC_LIKELY(vc_cache_pop(c, &p)))
+		return finish_small(p);
+	return malloc_small_slow(c);
 }
 
 /* What p is, checked. Sets *span for small and large objects, *huge for huge. */
