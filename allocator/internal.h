@@ -110,7 +110,7 @@ static inline uint64_t vc_object_index(const struct vc_class_info *ci, uint64_t 
 /* Smallest class whose objects all have alignment align (<= a page), or 0. */
 unsigned vc_class_for_aligned(size_t n, size_t align) VC_HIDDEN;
 
-/* ---- segment.c: registry, segments, huge blocks ---- */
+/* ---- segment.c: registry, segments ---- */
 #define VC_REGISTRY_BYTES ((size_t)1 << (VC_ADDRESS_BITS - VC_UNIT_SHIFT))
 extern uint8_t vc_registry_bytes[VC_REGISTRY_BYTES] VC_HIDDEN; /* vc_g.registry after start-up */
 static inline unsigned vc_unit_kind(const void *p)
@@ -142,8 +142,15 @@ static inline char *vc_span_start(const struct vc_span *sp)
 	return (char *)vc_segment_of(sp) + ((size_t)sp->first_page << VC_PAGE_SHIFT);
 }
 void vc_registry_init(void) VC_HIDDEN;
+/* Registry bytes of the units of [p, p + size): first for p's unit, rest for the
+ * others. Caller holds vc_os_lock and owns those units. */
+void vc_registry_set(const void *p, size_t size, unsigned first, unsigned rest) VC_HIDDEN;
 struct vc_segment *vc_segment_map(unsigned node) VC_HIDDEN;
 void vc_segment_unmap(struct vc_segment *s) VC_HIDDEN;
+extern vc_lock_t vc_os_lock VC_HIDDEN;
+
+/* ---- huge.c: huge blocks ---- */
+/* A huge block of size bytes aligned to align; errno ENOMEM and NULL on failure. */
 void *vc_huge_alloc(size_t size, size_t align) VC_HIDDEN;
 /* Header of a huge object p, or NULL when p is not a live huge object's start. */
 struct vc_huge_header *vc_huge_lookup(const void *p) VC_HIDDEN;
@@ -151,7 +158,6 @@ void vc_huge_free(struct vc_huge_header *h) VC_HIDDEN;
 void *vc_huge_realloc(struct vc_huge_header *h, size_t size) VC_HIDDEN;
 extern uint64_t vc_huge_mapped_bytes VC_HIDDEN;
 extern uint64_t vc_huge_count VC_HIDDEN;
-extern vc_lock_t vc_os_lock VC_HIDDEN;
 
 /* ---- pageheap.c: FREE spans per node ---- */
 extern struct vc_pageheap vc_pageheaps[VC_MAX_NODES] VC_HIDDEN;
