@@ -20,6 +20,13 @@ void vc_os_release(void *p, size_t size);
 void vc_os_no_huge_pages(void *p, size_t size);
 /* Grow or shrink a mapping where it is (mremap without MAYMOVE). */
 bool vc_os_resize_in_place(void *p, size_t old_size, size_t new_size);
+/* Move the mapping [from, from + old_size) to `to` and grow it there to new_size
+ * (mremap MAYMOVE|FIXED: page tables move, nothing is copied; the grown part reads
+ * as zero), replacing what is mapped at [to, to + new_size); [from, from + old_size)
+ * is unmapped. One kernel mapping results, which can be grown or moved again. False
+ * (nothing changed) when it fails, e.g. because the range spans more than one
+ * kernel mapping. */
+bool vc_os_move(void *from, size_t old_size, size_t new_size, void *to);
 /* Bind [p, p+size) to a NUMA node (mbind MPOL_PREFERRED); false if unsupported. */
 bool vc_os_bind_node(void *p, size_t size, unsigned node);
 

@@ -76,6 +76,14 @@ bool vc_os_resize_in_place(void *p, size_t old_size, size_t new_size)
 	return r == p;
 }
 
+bool vc_os_move(void *from, size_t old_size, size_t new_size, void *to)
+{
+	int saved = errno;
+	void *r = mremap(from, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+	errno = saved;
+	return r == to;
+}
+
 bool vc_os_bind_node(void *p, size_t size, unsigned node)
 {
 	int saved = errno;
