@@ -298,8 +298,10 @@ void *vc_calloc(size_t n, size_t size)
 	void *p = vc_malloc(total);
 	if (!p)
 		return NULL;
-	if (total > VC_LARGE_MAX)
-		return p; /* a fresh mapping reads as zero */
+	if (total > VC_LARGE_MAX) {
+		vc_huge_clear(p, total); /* only what a cached mapping's last owner wrote */
+		return p;
+	}
 	memset(p, 0, total);
 	return p;
 }

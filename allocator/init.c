@@ -33,6 +33,7 @@ static void lock_below_cache(void)
 			vc_lock(&vc_central_of(n, c)->lock);
 	for (unsigned n = 0; n < vc_g.nnodes; n++)
 		vc_lock(&vc_pageheaps[n].lock);
+	vc_lock(&vc_huge_lock);
 	vc_lock(&vc_os_lock);
 }
 
@@ -40,6 +41,7 @@ static void unlock_below_cache(bool child)
 {
 	void (*release)(vc_lock_t *) = child ? vc_lock_init : vc_unlock;
 	release(&vc_os_lock);
+	release(&vc_huge_lock);
 	for (unsigned n = 0; n < vc_g.nnodes; n++)
 		release(&vc_pageheaps[n].lock);
 	for (unsigned n = 0; n < vc_g.nnodes; n++)

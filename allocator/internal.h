@@ -149,15 +149,27 @@ struct vc_segment *vc_segment_map(unsigned node) VC_HIDDEN;
 void vc_segment_unmap(struct vc_segment *s) VC_HIDDEN;
 extern vc_lock_t vc_os_lock VC_HIDDEN;
 
-/* ---- huge.c: huge blocks ---- */
+/* ---- huge.c: huge blocks and the cache of freed huge mappings ---- */
 /* A huge block of size bytes aligned to align; errno ENOMEM and NULL on failure. */
 void *vc_huge_alloc(size_t size, size_t align) VC_HIDDEN;
 /* Header of a huge object p, or NULL when p is not a live huge object's start. */
 struct vc_huge_header *vc_huge_lookup(const void *p) VC_HIDDEN;
+/* Free a live huge block; its mapping may stay cached for reuse. */
 void vc_huge_free(struct vc_huge_header *h) VC_HIDDEN;
+/* Resize a huge block where it is; NULL when it has to move (the caller copies). */
 void *vc_huge_realloc(struct vc_huge_header *h, size_t size) VC_HIDDEN;
-extern uint64_t vc_huge_mapped_bytes VC_HIDDEN;
-extern uint64_t vc_huge_count VC_HIDDEN;
+/* calloc of the huge block p just allocated with n bytes: zero what an earlier
+ * owner of its mapping may have written (a fresh mapping reads as zero). */
+void vc_huge_clear(void *p, size_t n) VC_HIDDEN;
+/* Unmap cached mappings idle longer than the decay time at now (ms of vc_os_now_ms);
+ * cheap when the last decay is recent (slow paths call it). */
+void vc_huge_maybe_decay(uint64_t now) VC_HIDDEN;
+/* Unmap every cached mapping now (vcmalloc_release_free_memory, malloc_trim, OOM). */
+void vc_huge_release_all(void) VC_HIDDEN;
+extern uint64_t vc_huge_mapped_bytes VC_HIDDEN; /* mappings of live huge blocks */
+extern uint64_t vc_huge_cached_bytes VC_HIDDEN; /* mappings kept in the cache */
+extern uint64_t vc_huge_count VC_HIDDEN;        /* live huge blocks */
+extern vc_lock_t vc_huge_lock VC_HIDDEN;        /* the cache (lock order: lock.h) */
 
 /* ---- pageheap.c: FREE spans per node ---- */
 extern struct vc_pageheap vc_pageheaps[VC_MAX_NODES] VC_HIDDEN;

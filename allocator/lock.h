@@ -5,7 +5,8 @@
  * one thread: the one that forked while holding every lock (see init.c).
  *
  * Lock order, outermost first: reclaim lock -> vCPU lock -> central (node, class)
- * -> page heap (node) -> OS/registry lock.
+ * -> page heap (node) -> huge cache (huge.c) -> OS/registry lock. (The huge cache
+ * lock is never held together with the locks above it; fork takes it in this place.)
  */
 #ifndef VC_LOCK_H
 #define VC_LOCK_H

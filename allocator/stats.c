@@ -49,9 +49,15 @@ static void fill(struct vcmalloc_stats *st)
 		resident += st->node[n].resident_bytes;
 	}
 	uint64_t huge = __atomic_load_n(&vc_huge_mapped_bytes, __ATOMIC_RELAXED);
+	/* Cached huge mappings stay mapped and resident until unmapped (the slack of a
+	 * small block cut from a large entry, given back with MADV_DONTNEED, counts as
+	 * resident: an upper bound, like the untouched pages of live huge blocks). */
+	uint64_t huge_cached = __atomic_load_n(&vc_huge_cached_bytes, __ATOMIC_RELAXED);
 	/* Reserved vCPU regions are not mapped memory until used: count what is. */
-	st->mapped_bytes = mapped + huge + st->vcpu_cache_bytes - st->vcpu_cache_object_bytes;
-	st->resident_bytes = resident + huge + st->vcpu_cache_bytes - st->vcpu_cache_object_bytes;
+	st->mapped_bytes = mapped + huge + huge_cached + st->vcpu_cache_bytes -
+			   st->vcpu_cache_object_bytes;
+	st->resident_bytes = resident + huge + huge_cached + st->vcpu_cache_bytes -
+			     st->vcpu_cache_object_bytes;
 	/* Live bytes: small objects out of spans and not cached anywhere, plus large and
 	 * huge blocks (usable sizes). */
 	uint64_t cached_small = st->vcpu_cache_object_bytes;
@@ -156,7 +162,9 @@ void vc_stats_at_exit(void)
 
 int vcmalloc_reclaim(int force)
 {
-	return vc_cache_reclaim(force != 0);
+	int drained = vc_cache_reclaim(force != 0);
+	vc_huge_maybe_decay(vc_os_now_ms());
+	return drained;
 }
 
 void vcmalloc_release_free_memory(void)
@@ -165,4 +173,5 @@ void vcmalloc_release_free_memory(void)
 	vc_central_flush();
 	for (unsigned n = 0; n < vc_g.nnodes; n++)
 		vc_pageheap_decay(n, true);
+	vc_huge_release_all();
 }

@@ -739,6 +739,7 @@ void vc_cache_maybe_reclaim(void)
 {
 	uint64_t now = vc_os_now_ms();
 	vc_pageheap_maybe_decay(now);
+	vc_huge_maybe_decay(now);
 	uint64_t interval = vc_g.opt.reclaim_ms / 2;
 	if (vc_g.opt.reclaim_ms == 0 ||
 	    now - __atomic_load_n(&last_reclaim_ms, __ATOMIC_RELAXED) < interval)
