@@ -9,6 +9,9 @@
  *   double-free-small      free(p); free(p) at once (64 B block)
  *   double-free-large      the same with a 64 KiB block
  *   double-free-huge       the same with an 8 MiB block (its own mapping)
+ *   double-free-huge-reused
+ *                          an 8 MiB block freed, allocated again (its mapping comes
+ *                          back from the cache of freed huge blocks), freed, freed
  *   double-free-delayed    free(p), then 20000 allocations and frees of other size
  *                          classes (p's class is left alone so p cannot be reused),
  *                          then free(p)
@@ -94,6 +97,24 @@ static void *free_in_thread(void *p)
 {
 	free(p);
 	return NULL;
+}
+
+/* The second block must really be the first one's cached mapping, else this is
+ * double-free-huge again. */
+static void double_free_huge_reused(void)
+{
+	const size_t n = 8u << 20;
+	char *p = malloc(n);
+	VCT_CHECK(p != NULL, "malloc(8 MiB)");
+	memset(p, 7, n);
+	free(p);
+	char *q = malloc(n);
+	VCT_CHECK(q == p, "the second 8 MiB block (%p) is not the first one's (%p)", (void *)q,
+		  (void *)p);
+	memset(q, 8, n);
+	free(q);
+	committing("double-free-huge-reused");
+	free(vct_launder(q));
 }
 
 static void double_free_thread(void)
@@ -194,6 +215,8 @@ int main(int argc, char **argv)
 		double_free(64u << 10, c);
 	else if (!strcmp(c, "double-free-huge"))
 		double_free(8u << 20, c);
+	else if (!strcmp(c, "double-free-huge-reused"))
+		double_free_huge_reused();
 	else if (!strcmp(c, "double-free-delayed"))
 		double_free_delayed();
 	else if (!strcmp(c, "double-free-thread"))
