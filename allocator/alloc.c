@@ -327,6 +327,8 @@ void *vc_memalign(size_t align, size_t n)
 	return huge_alloc(n, align);
 }
 
+static void *realloc_move(void *p, size_t old, size_t n);
+
 void *vc_realloc(void *p, size_t n)
 {
 	if (!p)
@@ -342,9 +344,20 @@ void *vc_realloc(void *p, size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
+	size_t old;
+	const struct vc_page_entry *e = small_entry(p, 0);
+	if (VC_LIKELY(e != NULL)) {
+		/* A small block, read through its page entry as free() does. */
+		if (((const uint64_t *)p)[1] == ((uintptr_t)p ^ e->tag_key))
+			vc_report("realloc of a freed pointer (double free)", "realloc", p);
+		old = vc_classes[e->sizeclass].size;
+		/* Same class, or shrinking by less than half: keep the block. */
+		if (n <= old && (n >= old / 2 || vc_class_of(n) == e->sizeclass))
+			return p;
+		return realloc_move(p, old, n);
+	}
 	struct vc_span *sp = NULL;
 	struct vc_huge_header *h = NULL;
-	size_t old;
 	switch (classify(p, "realloc", &sp, &h)) {
 	case VC_KIND_SMALL:
 		if (((const uint64_t *)p)[1] == vc_tag(p, sp))
@@ -373,10 +386,16 @@ void *vc_realloc(void *p, size_t n)
 	default:
 		return NULL;
 	}
-	/* Growing by a move: ask for a quarter more than the old block, so that a
-	 * block grown by small appends moves O(log n) times, not once per size class
-	 * or page (a string grown to 1 MiB by 8-128 byte appends copied about 60 MiB
-	 * across the 8 KiB steps of large blocks). Exact size if that fails. */
+	return realloc_move(p, old, n);
+}
+
+/* realloc by a move: p's block has `old` usable bytes. Growing asks for a quarter
+ * more than the old block, so that a block grown by small appends moves O(log n)
+ * times, not once per size class or page (a string grown to 1 MiB by 8-128 byte
+ * appends copied about 60 MiB across the 8 KiB steps of large blocks). Exact size
+ * if that fails. */
+static void *realloc_move(void *p, size_t old, size_t n)
+{
 	void *q = NULL;
 	if (n > old && old + old / 4 > n)
 		q = vc_malloc(old + old / 4);
