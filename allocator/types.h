@@ -204,8 +204,10 @@ struct vc_vcpu {
 	uint64_t budget;            /* limit of capacity_bytes: starts at the option
 				       VCMALLOC_VCPU_CACHE_BYTES, doubles under pressure
 				       up to VC_BUDGET_GROWTH times it (vcpu lock) */
-	uint32_t pressure;          /* misses that found the budget spent, since the
-				       last reclaim tick (vcpu lock; the tick zeroes it) */
+	uint32_t pressure;          /* thrashing misses (vcpu_cache.c) since the last
+				       reclaim tick (vcpu lock; the tick zeroes it) */
+	uint64_t stolen[2];         /* bit c: class c lost capacity to a steal since its
+				       last miss under a spent budget (vcpu lock) */
 	uint32_t misses[VC_NUM_CLASSES];
 	uint16_t capacity[VC_NUM_CLASSES];
 	uint16_t high_water[VC_NUM_CLASSES]; /* highest slot ever used (pages touched) */
