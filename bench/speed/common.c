@@ -57,6 +57,13 @@ uint64_t scaled(const struct config *cfg, uint64_t base, uint64_t minimum)
 	return n < (double)minimum ? minimum : (uint64_t)n;
 }
 
+void *calloc_lines(size_t n, size_t size)
+{
+	void *p = must(aligned_alloc(64, n * size), "setup");
+	memset(p, 0, n * size);
+	return p;
+}
+
 void *must(void *p, const char *what)
 {
 	if (!p) {

@@ -22,7 +22,7 @@ struct lane {
 	uint64_t ops;
 	uint64_t checksum;
 	struct larson_run *run;
-};
+} __attribute__((aligned(64)));
 
 struct larson_run {
 	struct lane *lanes;
@@ -100,7 +100,7 @@ int workload_larson(const struct config *cfg, struct result *res, long unused)
 	struct larson_run run = {.count = cfg->threads ? cfg->threads : LANES};
 	pthread_mutex_init(&run.lock, NULL);
 	pthread_cond_init(&run.all_done, NULL);
-	run.lanes = must(calloc((size_t)run.count, sizeof(*run.lanes)), "setup");
+	run.lanes = calloc_lines((size_t)run.count, sizeof(*run.lanes));
 	for (int i = 0; i < run.count; i++) {
 		struct lane *lane = &run.lanes[i];
 		lane->index = i;

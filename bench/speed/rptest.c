@@ -32,7 +32,7 @@ struct rp_thread {
 	uint64_t ops;
 	uint64_t checksum;
 	void *ring[RING_BATCHES][BATCH];
-};
+} __attribute__((aligned(64)));
 
 static void *rp_block(struct rng *rng)
 {
@@ -98,7 +98,7 @@ int workload_rptest(const struct config *cfg, struct result *res, long unused)
 {
 	(void)unused;
 	struct rp_run run = {.count = cfg->threads ? cfg->threads : RP_THREADS};
-	run.threads = must(calloc((size_t)run.count, sizeof(*run.threads)), "setup");
+	run.threads = calloc_lines((size_t)run.count, sizeof(*run.threads));
 	struct mailbox *boxes = must(aligned_alloc(64, sizeof(*boxes) * (size_t)run.count), "setup");
 	atomic_int finished = 0;
 	for (int i = 0; i < run.count; i++) {

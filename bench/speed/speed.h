@@ -107,6 +107,10 @@ static inline uint64_t block_peek(const void *block)
 }
 /* Exits with a message when an allocation failed. */
 void *must(void *p, const char *what);
+/* n zeroed elements of `size` bytes (a multiple of 64), 64-byte aligned: per-thread
+ * records each on cache lines of their own, so that where the allocator under test
+ * places a small array cannot make the benchmark's own threads share a line. */
+void *calloc_lines(size_t n, size_t size);
 
 int online_cpus(void);
 /* pthread_create that exits the process on failure. */

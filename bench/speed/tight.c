@@ -24,7 +24,7 @@ struct tight_thread {
 	double deadline; /* 0: none */
 	uint64_t rounds_done;
 	uint64_t checksum;
-};
+} __attribute__((aligned(64)));
 
 static void *tight_main(void *arg)
 {
@@ -79,7 +79,7 @@ int workload_tight(const struct config *cfg, struct result *res, long size_and_t
 	 */
 	uint64_t base_rounds = size <= 64 ? 16000 : size <= 256 ? 6000 : 3000;
 	uint64_t rounds = scaled(cfg, base_rounds, 1);
-	struct tight_thread *threads = must(calloc((size_t)count, sizeof(*threads)), "setup");
+	struct tight_thread *threads = calloc_lines((size_t)count, sizeof(*threads));
 	for (int i = 0; i < count; i++) {
 		threads[i].size = size;
 		threads[i].rounds = rounds;

@@ -35,7 +35,7 @@ struct churner {
 	atomic_int *finished;  /* threads whose churn loop is over */
 	uint64_t ops;
 	uint64_t checksum;
-};
+} __attribute__((aligned(64)));
 
 static void churn(struct churner *c)
 {
@@ -94,7 +94,7 @@ static void wide_body(void *arg)
 
 static int wide(const struct config *cfg, struct result *res, int threads, uint64_t steps)
 {
-	struct churner *churners = must(calloc((size_t)threads, sizeof(*churners)), "setup");
+	struct churner *churners = calloc_lines((size_t)threads, sizeof(*churners));
 	struct mailbox *boxes = NULL;
 	atomic_int finished = 0;
 	if (threads > 1)
