@@ -148,47 +148,31 @@ static void give_to_span(struct vc_central *ce, struct vc_span *sp, void *p)
 	}
 }
 
-/* Insert into one (node, class) whose objects all are: without per-node arenas every
- * object is of node 0, and the transfer array takes them without reading their
- * spans (one descriptor cache line each) until it is full. */
-static void insert_one_node(struct vc_central *ce, const uint32_t cap, void *const *in,
-			    unsigned n)
+/* Node of a free small object: its page entry's. */
+static unsigned object_node(const void *p)
 {
-	vc_lock(&ce->lock);
-	ce->ops++;
-	unsigned room = cap - ce->transfer_count, i = 0;
-	for (; i < n && i < room; i++)
-		ce->transfer[ce->transfer_count++] = in[i];
-	ce->free_objects += i;
-	for (; i < n; i++)
-		give_to_span(ce, vc_span_of(vc_segment_of(in[i]), in[i]), in[i]);
-	vc_unlock(&ce->lock);
+	return vc_page_entry_of(vc_segment_of(p), p)->node;
 }
 
 void vc_central_insert(unsigned c, void *const *in, unsigned n)
 {
-	if (vc_g.nnodes == 1 || !vc_g.opt.numa) {
-		insert_one_node(vc_central_of(0, c), vc_classes[c].transfer_cap, in, n);
-		return;
-	}
+	/* Without per-node arenas every object is of node 0: nothing of an object is
+	 * read until the transfer array is full (then its span is). */
+	const bool one_node = vc_g.nnodes == 1 || !vc_g.opt.numa;
+	const uint32_t cap = vc_classes[c].transfer_cap;
 	unsigned i = 0;
 	while (i < n) {
 		/* Objects of one node at a time: a run of objects from the same node. */
-		struct vc_span *sp0 = vc_span_of(vc_segment_of(in[i]), in[i]);
-		unsigned node = sp0->node;
+		unsigned node = one_node ? 0 : object_node(in[i]);
 		struct vc_central *ce = vc_central_of(node, c);
 		vc_lock(&ce->lock);
 		ce->ops++;
-		const uint32_t cap = vc_classes[c].transfer_cap;
-		for (; i < n; i++) {
-			struct vc_span *sp = vc_span_of(vc_segment_of(in[i]), in[i]);
-			if (sp->node != node)
-				break;
+		for (; i < n && (one_node || object_node(in[i]) == node); i++) {
 			if (ce->transfer_count < cap) {
 				ce->transfer[ce->transfer_count++] = in[i];
 				ce->free_objects++;
 			} else {
-				give_to_span(ce, sp, in[i]);
+				give_to_span(ce, vc_span_of(vc_segment_of(in[i]), in[i]), in[i]);
 			}
 		}
 		vc_unlock(&ce->lock);
