@@ -329,6 +329,19 @@ void *vc_memalign(size_t align, size_t n)
 
 static void *realloc_move(void *p, size_t old, size_t n);
 
+/* realloc of p, the start of an object of class c in a span whose tag key is
+ * tag_key. */
+static void *realloc_small(void *p, unsigned c, uint64_t tag_key, size_t n)
+{
+	if (((const uint64_t *)p)[1] == ((uintptr_t)p ^ tag_key))
+		vc_report("realloc of a freed pointer (double free)", "realloc", p);
+	size_t old = vc_classes[c].size;
+	/* Same class, or shrinking by less than half: keep the block. */
+	if (n <= old && (n >= old / 2 || vc_class_of(n) == c))
+		return p;
+	return realloc_move(p, old, n);
+}
+
 void *vc_realloc(void *p, size_t n)
 {
 	if (!p)
@@ -344,30 +357,16 @@ void *vc_realloc(void *p, size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
-	size_t old;
+	/* A small block is read through its page entry, as free() reads it. */
 	const struct vc_page_entry *e = small_entry(p, 0);
-	if (VC_LIKELY(e != NULL)) {
-		/* A small block, read through its page entry as free() does. */
-		if (((const uint64_t *)p)[1] == ((uintptr_t)p ^ e->tag_key))
-			vc_report("realloc of a freed pointer (double free)", "realloc", p);
-		old = vc_classes[e->sizeclass].size;
-		/* Same class, or shrinking by less than half: keep the block. */
-		if (n <= old && (n >= old / 2 || vc_class_of(n) == e->sizeclass))
-			return p;
-		return realloc_move(p, old, n);
-	}
+	if (VC_LIKELY(e != NULL))
+		return realloc_small(p, e->sizeclass, e->tag_key, n);
 	struct vc_span *sp = NULL;
 	struct vc_huge_header *h = NULL;
+	size_t old;
 	switch (classify(p, "realloc", &sp, &h)) {
 	case VC_KIND_SMALL:
-		if (((const uint64_t *)p)[1] == vc_tag(p, sp))
-			vc_report("realloc of a freed pointer (double free)", "realloc", p);
-		old = vc_classes[sp->sizeclass].size;
-		/* Same class, or shrinking by less than half: keep the block. */
-		if (n <= old && (n > VC_SMALL_MAX || vc_class_of(n) == sp->sizeclass ||
-				 n >= old / 2))
-			return p;
-		break;
+		return realloc_small(p, sp->sizeclass, sp->tag_key, n);
 	case VC_KIND_LARGE:
 		old = sp->large_size;
 		if (n <= old && n > old / 2)
