@@ -32,6 +32,14 @@ static uint32_t span_pages_for(uint32_t size)
 	}
 }
 
+/* vc_object_index at offset off agrees with plain division. */
+static void check_object_index_at(const struct vc_class_info *ci, uint64_t off)
+{
+	uint64_t q = vc_object_index(ci, off);
+	bool start = off % ci->size == 0 && off / ci->size < ci->objects;
+	VC_ASSERT_ALWAYS(start ? q == off / ci->size : q >= ci->objects);
+}
+
 /* vc_object_index against plain division: at the edges always, at every 16-byte
  * offset of the span in builds with expensive asserts. */
 static void check_object_index(const struct vc_class_info *ci)
@@ -40,16 +48,10 @@ static void check_object_index(const struct vc_class_info *ci)
 	const uint64_t edges[] = {0, 1, 8, 16, ci->size - 16, ci->size, ci->size + 16,
 				  (uint64_t)ci->size * (ci->objects - 1),
 				  (uint64_t)ci->size * ci->objects, span - 16, span};
-	for (unsigned i = 0; i < sizeof edges / sizeof edges[0]; i++) {
-		uint64_t off = edges[i], q = vc_object_index(ci, off);
-		bool start = off % ci->size == 0 && off / ci->size < ci->objects;
-		VC_ASSERT_ALWAYS(start ? q == off / ci->size : q >= ci->objects);
-	}
-	for (uint64_t off = 0; vc_config_assert_level >= 2 && off <= span; off += 16) {
-		uint64_t q = vc_object_index(ci, off);
-		bool start = off % ci->size == 0 && off / ci->size < ci->objects;
-		VC_ASSERT_ALWAYS(start ? q == off / ci->size : q >= ci->objects);
-	}
+	for (unsigned i = 0; i < sizeof edges / sizeof edges[0]; i++)
+		check_object_index_at(ci, edges[i]);
+	for (uint64_t off = 0; vc_config_assert_level >= 2 && off <= span; off += 16)
+		check_object_index_at(ci, off);
 }
 
 void vc_sizeclass_init(void)
