@@ -25,7 +25,8 @@
  * grown since before the burst (reclaims at the burst's thread exits count too), fewer
  * caches must be populated than at the peak, and vcpu_cache_bytes must be below its
  * peak. Precondition: the burst populated at least two caches at once (the main
- * thread keeps one of them busy). */
+ * thread keeps one of them busy); burst threads alternate between two CPUs so that
+ * it holds in every index mode on a loaded machine. */
 #include "vctest.h"
 
 #include <pthread.h>
@@ -49,9 +50,35 @@ static size_t burst_size(uint64_t *rng)
 	return base + (size_t)(vct_rand(rng) % base);
 }
 
+/* The first two CPUs the process may run on (-1 when it has only one). Burst threads
+ * alternate between them so that a cache index taken from the CPU number (cpu and
+ * fallback modes) sees two values even when a loaded machine would otherwise run
+ * every burst thread on the same CPU. */
+static int burst_cpus[2] = {-1, -1};
+
+static void find_burst_cpus(void)
+{
+	cpu_set_t allowed;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		return;
+	int found = 0;
+	for (int cpu = 0; cpu < CPU_SETSIZE && found < 2; cpu++)
+		if (CPU_ISSET(cpu, &allowed))
+			burst_cpus[found++] = cpu;
+	if (found < 2)
+		burst_cpus[0] = burst_cpus[1] = -1;
+}
+
 static void *burst_thread(void *arg)
 {
 	const unsigned me = (unsigned)(uintptr_t)arg;
+	if (burst_cpus[0] >= 0) {
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(burst_cpus[me % 2], &one);
+		VCT_CHECK(pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0,
+			  "pin burst thread %u", me);
+	}
 	uint64_t rng = 0xb0b0ull + me;
 	void **mine = handoff[me];
 	size_t *sizes = handoff_sizes[me];
@@ -83,6 +110,7 @@ static void *burst_thread(void *arg)
 static void run_burst(void)
 {
 	pthread_t t[BURST_THREADS];
+	find_burst_cpus();
 	VCT_CHECK(pthread_barrier_init(&wave_barrier, NULL, BURST_THREADS) == 0, "barrier");
 	for (uintptr_t i = 0; i < BURST_THREADS; i++)
 		VCT_CHECK(pthread_create(&t[i], NULL, burst_thread, (void *)i) == 0, "create");
