@@ -39,8 +39,9 @@ uint64_t vc_os_random(void);
  * (NUL-terminated) and returns true when the variable is set. */
 bool vc_os_getenv(const char *name, char *buf, size_t bufsize);
 
-/* Writes to stderr without allocating. */
-void vc_os_write(int fd, const char *s, size_t n);
+/* Writes without allocating: all n bytes, through short writes and EINTR. Returns 0,
+ * or the errno value of the write that failed (errno itself is preserved). */
+int vc_os_write(int fd, const char *s, size_t n);
 void vc_os_write_str(int fd, const char *s);
 /* Formatting into a caller buffer: unsigned decimal and 0x-hex. Return length. */
 size_t vc_os_fmt_u64(char *buf, uint64_t v);

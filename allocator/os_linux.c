@@ -179,24 +179,27 @@ bool vc_os_getenv(const char *name, char *buf, size_t bufsize)
 	return found;
 }
 
-void vc_os_write(int fd, const char *s, size_t n)
+int vc_os_write(int fd, const char *s, size_t n)
 {
-	int saved = errno;
+	int saved = errno, err = 0;
 	while (n > 0) {
 		ssize_t w = write(fd, s, n);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
+		if (w <= 0) {
+			err = w < 0 ? errno : EIO;
 			break;
+		}
 		s += w;
 		n -= (size_t)w;
 	}
 	errno = saved;
+	return err;
 }
 
 void vc_os_write_str(int fd, const char *s)
 {
-	vc_os_write(fd, s, strlen(s));
+	(void)vc_os_write(fd, s, strlen(s));
 }
 
 size_t vc_os_fmt_u64(char *buf, uint64_t v)

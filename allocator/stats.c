@@ -4,6 +4,7 @@
 #include "internal.h"
 #include "vcpu_cache.h"
 
+#include <errno.h>
 #include <string.h>
 
 static const char *mode_name(int m)
@@ -72,17 +73,37 @@ int vcmalloc_stats(struct vcmalloc_stats *out)
 	return 0;
 }
 
+/* JSON output state, on the caller's stack: nothing is shared between callers, so
+ * concurrent calls (and a call racing the exit report) each write their own object.
+ * The object is written in one write(2) when it fits in buf (up to about ten NUMA
+ * nodes), else in several writes of a full buffer each. */
 struct out {
-	char buf[8192];
+	int fd;
+	int err; /* errno value of the first failed write, 0 if none */
 	size_t n;
+	char buf[2048];
 };
+
+static void flush(struct out *o)
+{
+	if (o->n && !o->err)
+		o->err = vc_os_write(o->fd, o->buf, o->n);
+	o->n = 0;
+}
 
 static void put(struct out *o, const char *s)
 {
 	size_t l = strlen(s);
-	if (o->n + l < sizeof o->buf) {
-		memcpy(o->buf + o->n, s, l);
-		o->n += l;
+	while (l > 0) {
+		if (o->n == sizeof o->buf)
+			flush(o);
+		size_t k = sizeof o->buf - o->n;
+		if (k > l)
+			k = l;
+		memcpy(o->buf + o->n, s, k);
+		o->n += k;
+		s += k;
+		l -= k;
 	}
 }
 
@@ -102,8 +123,7 @@ int vcmalloc_stats_json(int fd)
 {
 	struct vcmalloc_stats st;
 	vcmalloc_stats(&st);
-	static struct out o; /* 8 KiB: too big for some thread stacks */
-	o.n = 0;
+	struct out o = {.fd = fd};
 	put(&o, "{\"index\": \"");
 	put(&o, mode_name(st.index));
 	put(&o, "\", ");
@@ -130,7 +150,11 @@ int vcmalloc_stats_json(int fd)
 		put(&o, "}");
 	}
 	put(&o, "]}\n");
-	vc_os_write(fd, o.buf, o.n);
+	flush(&o);
+	if (o.err) {
+		errno = o.err;
+		return -1;
+	}
 	return 0;
 }
 

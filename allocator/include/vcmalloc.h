@@ -58,7 +58,9 @@ struct vcmalloc_stats {
 VCMALLOC_API int vcmalloc_stats(struct vcmalloc_stats *out);
 
 /* Write the statistics as one JSON object to file descriptor fd (no allocation);
- * this is what VCMALLOC_STATS=json prints on stderr at exit. Returns 0, -1 on error. */
+ * this is what VCMALLOC_STATS=json prints on stderr at exit. Safe to call from
+ * several threads at once. Returns 0, or -1 with errno set when a write failed (the
+ * object may then be partly written). */
 VCMALLOC_API int vcmalloc_stats_json(int fd);
 
 /* Drain every vCPU cache that is populated but idle (or all of them when force is
