@@ -57,10 +57,10 @@ static void *malloc_large(size_t n)
 		int nd = vc_rseq_current_node();
 		node = nd >= 0 && (unsigned)nd < vc_g.nnodes ? (unsigned)nd : 0;
 	}
-	struct vc_span *sp = vc_pageheap_alloc(node, pages, VC_SPAN_LARGE);
+	struct vc_span *sp = vc_pageheap_alloc(node, pages, VC_SPAN_LARGE, -1);
 	if (!sp) {
 		recover_from_oom();
-		sp = vc_pageheap_alloc(node, pages, VC_SPAN_LARGE);
+		sp = vc_pageheap_alloc(node, pages, VC_SPAN_LARGE, -1);
 	}
 	if (!sp) {
 		errno = ENOMEM;

@@ -7,6 +7,21 @@
  * Objects on a span's free list are linked through word 0 and carry their free tag
  * in word 1 (see types.h). Uncarved objects (never handed out since the span was
  * made) are carved lazily so that untouched pages of a span stay untouched.
+ *
+ * Lanes keep the objects of different vCPUs apart. The nonempty spans are on
+ * VC_CENTRAL_LANES lists; a vCPU takes from the spans of lane (id % lanes) and a
+ * new span joins the lane of the vCPU that asked for it. Two vCPUs refilling the
+ * same class at once would otherwise carve alternate batches of one span, and
+ * their objects would share cache lines and adjacent lines: measured on this
+ * project's 2-CPU machine, two threads each cycling 1024 blocks of 64 B ran 3-5x
+ * slower with interleaved blocks than with blocks of separate spans. A lane
+ * whose spans are used up takes free objects of another lane's span before making
+ * a new span, so that lanes cost at most one partly carved span each (untouched
+ * pages of it are never touched); cost follows the ids in use. Spans of different
+ * lanes must not be neighbours in memory either: the page heap places a lane's new
+ * span after its previous one (pageheap.c); with one-page spans alternating
+ * between the two threads above, the same test still ran 2-3x slower, and 1.0x
+ * with one unused page between them.
  */
 #include "internal.h"
 
@@ -61,10 +76,10 @@ static void span_list_remove(struct vc_span **head, struct vc_span *sp)
 	sp->in_list = 0;
 }
 
-static struct vc_span *new_span(unsigned node, unsigned c)
+static struct vc_span *new_span(unsigned node, unsigned c, unsigned lane)
 {
 	const struct vc_class_info *ci = &vc_classes[c];
-	struct vc_span *sp = vc_pageheap_alloc(node, ci->span_pages, VC_SPAN_SMALL);
+	struct vc_span *sp = vc_pageheap_alloc(node, ci->span_pages, VC_SPAN_SMALL, (int)lane);
 	if (!sp)
 		return NULL;
 	sp->sizeclass = (uint8_t)c;
@@ -78,19 +93,34 @@ static struct vc_span *new_span(unsigned node, unsigned c)
 	return sp;
 }
 
-/* Take up to n objects out of spans. Central lock held. */
-static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c, void **out,
-				unsigned n)
+/* A span of another lane with objects on its free list (objects that were handed
+ * out and came back), or NULL: taken before a new span is made. */
+static struct vc_span *recycled_span(struct vc_central *ce, unsigned lane)
+{
+	for (unsigned k = 1; k < VC_CENTRAL_LANES; k++) {
+		struct vc_span *sp = ce->nonempty[(lane + k) % VC_CENTRAL_LANES];
+		if (sp && sp->free_list)
+			return sp;
+	}
+	return NULL;
+}
+
+/* Take up to n objects out of the spans of `lane`. Central lock held. */
+static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c,
+				unsigned lane, void **out, unsigned n)
 {
 	const uint32_t size = vc_classes[c].size;
 	unsigned got = 0;
 	while (got < n) {
-		struct vc_span *sp = ce->nonempty;
+		struct vc_span *sp = ce->nonempty[lane];
+		if (!sp)
+			sp = recycled_span(ce, lane);
 		if (!sp) {
-			sp = new_span(node, c);
+			sp = new_span(node, c, lane);
 			if (!sp)
 				break;
-			span_list_push(&ce->nonempty, sp);
+			sp->lane = (uint8_t)lane;
+			span_list_push(&ce->nonempty[lane], sp);
 			ce->free_objects += sp->capacity;
 		}
 		while (got < n && sp->free_list) {
@@ -99,23 +129,25 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 			out[got++] = obj;
 			sp->allocated++;
 		}
+		/* Another lane's uncarved objects stay its own (a new span instead). */
 		char *base = vc_span_start(sp);
-		while (got < n && sp->carved < sp->capacity) {
+		while (got < n && sp->lane == lane && sp->carved < sp->capacity) {
 			out[got++] = base + (size_t)sp->carved * size;
 			sp->carved++;
 			sp->allocated++;
 		}
 		if (!sp->free_list && sp->carved == sp->capacity)
-			span_list_remove(&ce->nonempty, sp);
+			span_list_remove(&ce->nonempty[sp->lane], sp);
 	}
 	ce->free_objects -= got;
 	ce->span_out += got;
 	return got;
 }
 
-unsigned vc_central_remove(unsigned node, unsigned c, void **out, unsigned n)
+unsigned vc_central_remove(unsigned node, unsigned c, unsigned lane, void **out, unsigned n)
 {
 	struct vc_central *ce = vc_central_of(node, c);
+	lane %= VC_CENTRAL_LANES;
 	vc_lock(&ce->lock);
 	ce->ops++;
 	unsigned got = 0;
@@ -124,7 +156,7 @@ unsigned vc_central_remove(unsigned node, unsigned c, void **out, unsigned n)
 		ce->free_objects--;
 	}
 	if (got < n)
-		got += take_from_spans(ce, node, c, out + got, n - got);
+		got += take_from_spans(ce, node, c, lane, out + got, n - got);
 	vc_unlock(&ce->lock);
 	return got;
 }
@@ -140,9 +172,9 @@ static void give_to_span(struct vc_central *ce, struct vc_span *sp, void *p)
 	ce->free_objects++;
 	ce->span_out--;
 	if (!sp->in_list)
-		span_list_push(&ce->nonempty, sp);
+		span_list_push(&ce->nonempty[sp->lane], sp);
 	if (sp->allocated == 0) {
-		span_list_remove(&ce->nonempty, sp);
+		span_list_remove(&ce->nonempty[sp->lane], sp);
 		ce->free_objects -= sp->capacity;
 		vc_pageheap_free(sp);
 	}

@@ -175,7 +175,10 @@ extern vc_lock_t vc_huge_lock VC_HIDDEN;        /* the cache (lock order: lock.h
 extern struct vc_pageheap vc_pageheaps[VC_MAX_NODES] VC_HIDDEN;
 void vc_pageheap_init(void) VC_HIDDEN;
 /* A span of npages pages in state (SMALL or LARGE) from node's heap; NULL: OOM. */
-struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state) VC_HIDDEN;
+/* A span of npages in state `state`; lane >= 0 places a SMALL span next to the
+ * previous span of that central lane (central.c), -1 anywhere. */
+struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state,
+				  int lane) VC_HIDDEN;
 void vc_pageheap_free(struct vc_span *sp) VC_HIDDEN;
 /* Write sp's page entries (struct vc_page_entry) from its fields: central.c calls it
  * once a new SMALL span has its class, before any of its objects is handed out. */
@@ -194,7 +197,10 @@ static inline struct vc_central *vc_central_of(unsigned node, unsigned c)
 }
 void vc_central_init(void) VC_HIDDEN;
 /* Up to n free objects of class c into out[]; returns how many (0: OOM). */
-unsigned vc_central_remove(unsigned node, unsigned c, void **out, unsigned n) VC_HIDDEN;
+/* Up to n objects of (node, class c) into out; lane: the caller's vCPU id (any
+ * number; taken modulo the lanes). */
+unsigned vc_central_remove(unsigned node, unsigned c, unsigned lane, void **out,
+			   unsigned n) VC_HIDDEN;
 /* Give n free objects (all tagged free) of class c back. */
 void vc_central_insert(unsigned c, void *const *in, unsigned n) VC_HIDDEN;
 /* Empty the transfer arrays into spans and free wholly free spans. */

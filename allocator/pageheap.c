@@ -125,31 +125,84 @@ static bool grow(struct vc_pageheap *ph, unsigned node)
 	return true;
 }
 
-struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state)
+/* Take pages [first, first+npages) out of the FREE span f (which holds them): the
+ * pages before and after stay FREE, each with its share of f's released pages (not
+ * tracked by position; the taken pages count as resident). Returns the taken
+ * span's descriptor, not yet published. Page-heap lock held. */
+static struct vc_span *take_pages(struct vc_pageheap *ph, struct vc_span *f, unsigned first,
+				  unsigned npages)
+{
+	struct vc_segment *s = vc_segment_of(f);
+	const unsigned f_first = f->first_page, f_n = f->npages, end = first + npages;
+	const uint64_t released = f->released_pages;
+	remove_free(ph, f);
+	if (first > f_first) {
+		unsigned n = first - f_first;
+		insert_free(ph, make_free_span(s, f_first, n, (uint32_t)(released * n / f_n)));
+	}
+	if (f_first + f_n > end) {
+		unsigned n = f_first + f_n - end;
+		insert_free(ph, make_free_span(s, end, n, (uint32_t)(released * n / f_n)));
+	}
+	struct vc_span *sp = &s->spans[first];
+	sp->first_page = (uint16_t)first;
+	sp->npages = (uint16_t)npages;
+	sp->node = s->node;
+	sp->in_list = 0;
+	sp->free_list = NULL;
+	return sp;
+}
+
+/* Placement of SMALL spans by central lane. A lane's spans are kept together so
+ * that no two vCPUs' objects sit on neighbouring pages (see central.c): a new span
+ * goes right after the lane's previous one when those pages are free; otherwise to
+ * the best fit, but VC_LANE_GAP pages into a free span large enough to leave that
+ * gap on both sides, so that the lane which placed the span before the gap can
+ * still grow into it. */
+#define VC_LANE_GAP 16
+
+/* The FREE span holding the npages after lane's previous span, or NULL; *first
+ * gets the first of those pages. */
+static struct vc_span *lane_spot(struct vc_pageheap *ph, unsigned lane, size_t npages,
+				 unsigned *first)
+{
+	struct vc_segment *s = ph->lane_next[lane].seg;
+	unsigned page = ph->lane_next[lane].page;
+	if (!s || page + npages > VC_PAGES_PER_SEGMENT)
+		return NULL;
+	struct vc_span *f = s->pagemap[page];
+	if (!f || f->state != VC_SPAN_FREE || f->first_page + f->npages < page + npages)
+		return NULL;
+	*first = page;
+	return f;
+}
+
+struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state, int lane)
 {
 	struct vc_pageheap *ph = &vc_pageheaps[node];
 	if (npages == 0 || npages > VC_PAGES_PER_SEGMENT - VC_SEGMENT_HEADER_PAGES)
 		return NULL;
 	vc_lock(&ph->lock);
-	struct vc_span *sp = find_fit(ph, npages);
-	if (!sp) {
-		if (!grow(ph, node)) {
-			vc_unlock(&ph->lock);
-			return NULL;
+	unsigned first = 0;
+	struct vc_span *f = lane >= 0 ? lane_spot(ph, (unsigned)lane, npages, &first) : NULL;
+	if (!f) {
+		f = find_fit(ph, npages);
+		if (!f) {
+			if (!grow(ph, node)) {
+				vc_unlock(&ph->lock);
+				return NULL;
+			}
+			f = find_fit(ph, npages);
 		}
-		sp = find_fit(ph, npages);
+		first = f->first_page;
+		if (lane >= 0 && f->npages >= npages + 2 * VC_LANE_GAP)
+			first += VC_LANE_GAP;
 	}
-	remove_free(ph, sp);
+	struct vc_span *sp = take_pages(ph, f, first, (unsigned)npages);
 	struct vc_segment *s = vc_segment_of(sp);
-	uint32_t released = sp->released_pages;
-	if (sp->npages > npages) {
-		/* Split: the tail stays FREE. Released pages are not tracked by position:
-		 * the tail keeps its share, the rest counts as resident again. */
-		unsigned tail_n = sp->npages - (unsigned)npages;
-		uint32_t tail_rel = (uint32_t)(((uint64_t)released * tail_n) / sp->npages);
-		insert_free(ph, make_free_span(s, sp->first_page + (unsigned)npages, tail_n,
-					       tail_rel));
-		sp->npages = (uint16_t)npages;
+	if (lane >= 0) {
+		ph->lane_next[lane].seg = s;
+		ph->lane_next[lane].page = first + (unsigned)npages;
 	}
 	sp->state = (uint8_t)state;
 	sp->released_pages = 0;
@@ -205,6 +258,9 @@ static struct vc_segment *put_free_locked(struct vc_pageheap *ph, struct vc_segm
 		 * it is the node's last one. */
 		bool keep = ph->segments == s && s->next == NULL;
 		if (!keep) {
+			for (unsigned l = 0; l < VC_CENTRAL_LANES; l++)
+				if (ph->lane_next[l].seg == s)
+					ph->lane_next[l].seg = NULL;
 			if (s->prev)
 				s->prev->next = s->next;
 			else

@@ -94,6 +94,7 @@ struct vc_span {
 	/* SMALL: copies of the class's size and divisor, next to the rest of what free()
 	 * reads, so the fast path touches one cache line of the span. */
 	uint32_t obj_size;
+	uint8_t lane;          /* SMALL: lane of its central list (central.c) */
 	uint64_t div_magic;
 	/* SMALL: under the central lock of (node, class). */
 	uint32_t capacity;
@@ -167,15 +168,20 @@ struct vc_class_info {
  * The headers of a node's classes are packed together, apart from the transfer
  * arrays (see central.c). */
 #define VC_TRANSFER_CAP 128
+/* Lanes of a central list: vCPU id modulo this picks the lane whose spans it
+ * carves (central.c). */
+#define VC_CENTRAL_LANES 8
 struct vc_central {
 	vc_lock_t lock;
 	uint32_t transfer_count;
 	uint32_t ops;             /* removes and inserts, to find idle transfer arrays */
 	uint32_t ops_at_scan;     /* ops at the previous idle scan */
-	struct vc_span *nonempty; /* SMALL spans with free or uncarved objects */
 	uint64_t free_objects;    /* on span free lists + uncarved + in transfer */
 	uint64_t span_out;        /* objects taken out of spans (incl. in transfer) */
 	void **transfer;          /* [VC_TRANSFER_CAP], slots [0, transfer_count) used */
+	/* SMALL spans with free or uncarved objects, one list per lane (see central.c):
+	 * a span is on the list of its `lane` when it is on one. */
+	struct vc_span *nonempty[VC_CENTRAL_LANES];
 } __attribute__((aligned(64)));
 
 /* Page heap of one node. */
@@ -188,6 +194,13 @@ struct vc_pageheap {
 	uint64_t released_bytes;   /* of FREE spans, not resident */
 	uint64_t free_bytes;       /* in FREE spans */
 	uint64_t last_decay_ms;
+	/* Where each central lane's next SMALL span goes (pageheap.c): the page after
+	 * the lane's last one; seg NULL when unknown. Never points into a segment
+	 * that is no longer on `segments`. */
+	struct {
+		struct vc_segment *seg;
+		uint32_t page;
+	} lane_next[VC_CENTRAL_LANES];
 };
 
 /* State of one vCPU cache (array indexed by vCPU id). */

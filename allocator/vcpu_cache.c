@@ -392,7 +392,7 @@ static void *fallback_alloc(unsigned c)
 		const struct vc_class_info *ci = &vc_classes[c];
 		h = fallback_grow(v, c, h);
 		void *buf[VC_BATCH_MAX];
-		unsigned n = vc_central_remove(v->node, c, buf, ci->batch);
+		unsigned n = vc_central_remove(v->node, c, idx, buf, ci->batch);
 		if (n == 0) {
 			*hw = h;
 			vc_unlock(&v->lock);
@@ -476,7 +476,7 @@ void *vc_cache_alloc_slow(unsigned c)
 	if (idx >= vc_g.nvcpus) {
 		/* No usable index in this thread: go to central directly. */
 		__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
-		return vc_central_remove(current_node(), c, buf, 1) ? buf[0] : NULL;
+		return vc_central_remove(current_node(), c, 0, buf, 1) ? buf[0] : NULL;
 	}
 	/* The index may already be populated by a thread that ran as it before. */
 	void *p;
@@ -496,7 +496,7 @@ void *vc_cache_alloc_slow(unsigned c)
 		adapt_capacity(rs, idx, c);
 		vc_unlock(&v->lock);
 	}
-	unsigned n = vc_central_remove(node, c, buf, vc_classes[c].batch);
+	unsigned n = vc_central_remove(node, c, idx, buf, vc_classes[c].batch);
 	if (n == 0)
 		return NULL;
 	if (n > 1)
