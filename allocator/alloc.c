@@ -10,7 +10,7 @@
  * out (a whole multiple of the class size from the span start, and inside the
  * span's objects) and that the object is not already free (its free tag); misuse is
  * reported (check.c) and aborts. errno is preserved by free. The fast path touches
- * the registry byte, the page entry, the class table and word 1 of the object.
+ * the registry byte, the page entry and word 1 of the object (then the vCPU cache).
  */
 #include "vcpu_cache.h"
 
@@ -190,10 +190,10 @@ static inline const struct vc_page_entry *small_entry(const void *p, size_t size
 		return NULL;
 	const struct vc_segment *s = vc_segment_of(p);
 	const struct vc_page_entry *e = vc_page_entry_of(s, p);
-	const struct vc_class_info *ci = &vc_classes[e->sizeclass];
-	/* Class 0 has no objects: the check below fails for it. */
+	/* Entries of other spans have no objects: the check below fails for them. */
 	size_t off = (a & (VC_UNIT_SIZE - 1)) - e->span_offset;
-	if (VC_LIKELY(vc_object_index(ci, off) < ci->objects && size <= ci->size))
+	if (VC_LIKELY(vc_object_index_of(e->inverse, e->shift, off) < e->objects &&
+		      size <= e->size))
 		return e;
 	return NULL;
 }

@@ -102,10 +102,14 @@ static inline unsigned vc_class_of(size_t n)
 }
 /* Index of the object of class c starting `off` bytes into its span, or a value
  * >= vc_classes[c].objects when no object of the span starts there (types.h). */
+static inline uint64_t vc_object_index_of(uint64_t inverse, unsigned shift, uint64_t off)
+{
+	uint64_t x = off * inverse;
+	return (x >> shift) | (x << ((64 - shift) & 63));
+}
 static inline uint64_t vc_object_index(const struct vc_class_info *ci, uint64_t off)
 {
-	uint64_t x = off * ci->inverse;
-	return (x >> ci->shift) | (x << ((64 - ci->shift) & 63));
+	return vc_object_index_of(ci->inverse, ci->shift, off);
 }
 /* Smallest class whose objects all have alignment align (<= a page), or 0. */
 unsigned vc_class_for_aligned(size_t n, size_t align) VC_HIDDEN;
@@ -132,9 +136,9 @@ static inline const struct vc_page_entry *vc_page_entry_of(const struct vc_segme
 							   const void *p)
 {
 	/* Page index times the entry size, from the address bits alone. */
-	uintptr_t off = ((uintptr_t)p >> (VC_PAGE_SHIFT - 4)) &
-			((uintptr_t)(VC_PAGES_PER_SEGMENT - 1) << 4);
-	_Static_assert(sizeof(struct vc_page_entry) == 16, "page entries are 16 bytes");
+	uintptr_t off = ((uintptr_t)p >> (VC_PAGE_SHIFT - 5)) &
+			((uintptr_t)(VC_PAGES_PER_SEGMENT - 1) << 5);
+	_Static_assert(sizeof(struct vc_page_entry) == 32, "page entries are 32 bytes");
 	return (const struct vc_page_entry *)((const char *)s->entries + off);
 }
 static inline char *vc_span_start(const struct vc_span *sp)

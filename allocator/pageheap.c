@@ -49,9 +49,16 @@ void vc_span_publish(struct vc_span *sp)
 	struct vc_page_entry e = {
 		.tag_key = sp->tag_key,
 		.span_offset = (uint32_t)sp->first_page << VC_PAGE_SHIFT,
-		.sizeclass = sp->state == VC_SPAN_SMALL ? sp->sizeclass : 0,
 		.node = sp->node,
 	};
+	if (sp->state == VC_SPAN_SMALL) {
+		const struct vc_class_info *ci = &vc_classes[sp->sizeclass];
+		e.inverse = ci->inverse;
+		e.size = ci->size;
+		e.objects = ci->objects;
+		e.shift = ci->shift;
+		e.sizeclass = sp->sizeclass;
+	}
 	for (unsigned i = 0; i < sp->npages; i++)
 		s->entries[sp->first_page + i] = e;
 }

@@ -107,19 +107,25 @@ struct vc_span {
 	size_t large_size;      /* LARGE: requested bytes rounded to pages */
 };
 
-/* What free() needs of a page, in one 16-byte entry (four per cache line), so that
- * the fast path reads the registry byte, this entry, the class table and the object,
- * and never the span descriptor. Mirrors the span's fields (pageheap.c writes the
- * entries of every page of a span whenever the span changes state, and central.c
- * publishes the class of a new SMALL span before any of its objects leaves the
- * central lock). sizeclass 0: not a SMALL span (FREE, LARGE, DECAYING, header). */
+/* What free() needs of a page, in one 32-byte entry (two per cache line), so that
+ * the fast path reads the registry byte, this entry and the object, and never the
+ * span descriptor or the class table. Mirrors the span's fields and its class's
+ * (pageheap.c writes the entries of every page of a span whenever the span changes
+ * state, and central.c publishes the class of a new SMALL span before any of its
+ * objects leaves the central lock). sizeclass 0 and objects 0: not a SMALL span
+ * (FREE, LARGE, DECAYING, header): no offset passes the object check. */
 struct vc_page_entry {
 	uint64_t tag_key;      /* the span's tag_key */
+	uint64_t inverse;      /* SMALL: the class's inverse (vc_object_index_of) */
 	uint32_t span_offset;  /* bytes from the segment base to the span */
+	uint32_t size;         /* SMALL: the class's object size */
+	uint32_t objects;      /* SMALL: objects in the span; else 0 */
+	uint8_t shift;         /* SMALL: the class's shift */
 	uint8_t sizeclass;     /* SMALL: the class; else 0 */
 	uint8_t node;
-	uint16_t reserved;
+	uint8_t reserved;
 };
+_Static_assert(sizeof(struct vc_page_entry) == 32, "page entries are 32 bytes, two per line");
 
 struct vc_segment {
 	uint64_t magic;        /* vc_secret ^ address: sanity check */
