@@ -329,6 +329,25 @@ void *vc_memalign(size_t align, size_t n)
 
 static void *realloc_move(void *p, size_t old, size_t n);
 
+/* Grow a large block over the free pages that follow it, by a quarter more than
+ * asked when those pages are there (as realloc_move would), else by what is asked.
+ * A string grown by appends to 1 MiB then moves a few times below the large sizes
+ * and rarely after. */
+static bool realloc_large_in_place(struct vc_span *sp, size_t old, size_t n)
+{
+	size_t want = old + old / 4 > n ? old + old / 4 : n;
+	if (want > VC_LARGE_MAX)
+		want = VC_LARGE_MAX;
+	size_t want_pages = (want + VC_PAGE_SIZE - 1) >> VC_PAGE_SHIFT;
+	size_t n_pages = (n + VC_PAGE_SIZE - 1) >> VC_PAGE_SHIFT;
+	if (!vc_pageheap_extend(sp, want_pages) && !vc_pageheap_extend(sp, n_pages))
+		return false;
+	size_t grown = ((size_t)sp->npages << VC_PAGE_SHIFT) - old;
+	sp->large_size += grown;
+	__atomic_fetch_add(&vc_stat_large_bytes, grown, __ATOMIC_RELAXED);
+	return true;
+}
+
 /* realloc of p, the start of an object of class c in a span whose tag key is
  * tag_key. */
 static void *realloc_small(void *p, unsigned c, uint64_t tag_key, size_t n)
@@ -370,6 +389,8 @@ void *vc_realloc(void *p, size_t n)
 	case VC_KIND_LARGE:
 		old = sp->large_size;
 		if (n <= old && n > old / 2)
+			return p;
+		if (n > old && n <= VC_LARGE_MAX && realloc_large_in_place(sp, old, n))
 			return p;
 		break;
 	case VC_KIND_HUGE:

@@ -183,6 +183,7 @@ void vc_pageheap_init(void) VC_HIDDEN;
  * previous span of that central lane (central.c), -1 anywhere. */
 struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state,
 				  int lane) VC_HIDDEN;
+bool vc_pageheap_extend(struct vc_span *sp, size_t npages) VC_HIDDEN;
 void vc_pageheap_free(struct vc_span *sp) VC_HIDDEN;
 /* Write sp's page entries (struct vc_page_entry) from its fields: central.c calls it
  * once a new SMALL span has its class, before any of its objects is handed out. */

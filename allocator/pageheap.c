@@ -220,6 +220,34 @@ struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state, 
 	return sp;
 }
 
+/* Grow the LARGE span sp in place to npages when the pages right after it are
+ * FREE (not DECAYING) in the same segment; false otherwise, sp unchanged. */
+bool vc_pageheap_extend(struct vc_span *sp, size_t npages)
+{
+	struct vc_segment *s = vc_segment_of(sp);
+	struct vc_pageheap *ph = &vc_pageheaps[s->node];
+	VC_ASSERT(sp->state == VC_SPAN_LARGE);
+	if (npages <= sp->npages)
+		return true;
+	const unsigned end = sp->first_page + sp->npages;
+	const unsigned more = (unsigned)(npages - sp->npages);
+	if (npages > VC_PAGES_PER_SEGMENT || end + more > VC_PAGES_PER_SEGMENT)
+		return false;
+	vc_lock(&ph->lock);
+	struct vc_span *f = s->pagemap[end];
+	if (!f || f->state != VC_SPAN_FREE || f->first_page != end || f->npages < more) {
+		vc_unlock(&ph->lock);
+		return false;
+	}
+	/* The taken pages' descriptor is dropped: they join sp. */
+	(void)take_pages(ph, f, end, more);
+	sp->npages = (uint16_t)npages;
+	s->used_pages = (uint16_t)(s->used_pages + more);
+	set_pagemap(s, sp);
+	vc_unlock(&ph->lock);
+	return true;
+}
+
 /* Pages [first, first+n) of s become one FREE span, merged with FREE neighbours, with
  * `released` of its pages not resident. Returns s when the segment is now entirely
  * free and released and must be unmapped by the caller after unlocking (it has been
