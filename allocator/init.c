@@ -25,6 +25,9 @@ static vc_lock_t init_lock = VC_LOCK_INIT;
 static pthread_key_t exit_key;
 static bool exit_key_ok;
 static __thread int thread_noted __attribute__((tls_model("initial-exec")));
+#if VC_TEST_HOOKS
+struct vc_test_hooks vc_test_hooks;
+#endif
 
 static void lock_below_cache(void)
 {
@@ -155,6 +158,10 @@ void vc_init_slow(void)
 	const struct vc_rseq_info *ri = vc_rseq_init();
 	uint32_t ncpu = ri->possible_cpus;
 	vc_g.nvcpus = ncpu ? ncpu : 1;
+#if VC_TEST_HOOKS
+	if (vc_g.nvcpus < VC_TEST_MIN_VCPUS)
+		vc_g.nvcpus = VC_TEST_MIN_VCPUS;
+#endif
 	uint32_t nodes = vc_os_numa_nodes();
 	vc_g.nnodes = nodes > VC_MAX_NODES ? VC_MAX_NODES : nodes;
 	vc_g.mode = choose_mode(ri, vc_g.opt.index);

@@ -26,6 +26,28 @@
 static const int vc_config_assert_level = VC_CONFIG_ASSERT_LEVEL;
 static const bool vc_config_stats = VC_CONFIG_STATS;
 
+/* ---- test hooks ----
+ * Compiled only into the white-box test build of the allocator (-DVC_TEST_HOOKS=1,
+ * tests/meson.build), never into the libraries: tests linked with that build set
+ * these to reach interleavings and states that timing alone cannot produce. */
+#ifndef VC_TEST_HOOKS
+#define VC_TEST_HOOKS 0
+#endif
+#if VC_TEST_HOOKS
+/* The vCPU id space is at least this large (as on a machine with that many
+ * possible CPUs; ids above the real count are never used). */
+#define VC_TEST_MIN_VCPUS 1024
+struct vc_test_hooks {
+	uint64_t clock_offset_ms;  /* added to vc_os_now_ms() */
+	void (*tick_due)(void);    /* reclaim tick found due, before taking its lock */
+	void (*tick_scan)(void);   /* reclaim scan, reclaim lock held */
+};
+extern struct vc_test_hooks vc_test_hooks VC_HIDDEN;
+#define VC_TEST_HOOK(name) (vc_test_hooks.name ? vc_test_hooks.name() : (void)0)
+#else
+#define VC_TEST_HOOK(name) ((void)0)
+#endif
+
 /* ---- options.c: VCMALLOC_* environment, read once at init ---- */
 struct vc_options {
 	int index;                  /* requested mode, -1: automatic */

@@ -1,6 +1,9 @@
 /* allocator/os_linux.c - Linux implementation of os.h: mmap, madvise, mbind,
  * clocks, randomness, environment and stderr, all without allocating. */
 #include "os.h"
+#if VC_TEST_HOOKS
+#include "internal.h" /* vc_test_hooks */
+#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -102,7 +105,11 @@ uint64_t vc_os_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	uint64_t ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+#if VC_TEST_HOOKS
+	ms += __atomic_load_n(&vc_test_hooks.clock_offset_ms, __ATOMIC_RELAXED);
+#endif
+	return ms;
 }
 
 uint64_t vc_os_random(void)

@@ -37,7 +37,7 @@ static vc_lock_t reclaim_lock = VC_LOCK_INIT;
  * (a read of a never-written page of vc_g.vcpus maps the zero page, and the first
  * write after it costs a copy and a TLB flush on every CPU of the process). */
 static uint32_t populated_bound;
-static uint64_t last_reclaim_ms;
+static uint64_t last_reclaim_ms; /* start of the last scan (written under reclaim_lock) */
 static uint32_t slow_counter;
 
 void vc_cache_init(void)
@@ -49,7 +49,7 @@ void vc_cache_init(void)
 	/* A region is 256 KiB in a 2 MiB stride: a huge page would make all of it
 	 * resident at the first touch. */
 	vc_os_no_huge_pages(vc_g.vcpu_regions, n << VC_VCPU_STRIDE_SHIFT);
-	last_reclaim_ms = vc_os_now_ms();
+	__atomic_store_n(&last_reclaim_ms, vc_os_now_ms(), __ATOMIC_RELAXED);
 }
 
 static inline uint64_t header_pack(uint16_t current, uint16_t begin, uint16_t end)
@@ -714,11 +714,11 @@ static uint64_t header_sum(uint32_t idx)
 	return s;
 }
 
-int vc_cache_reclaim(bool force)
+/* One reclaim scan; reclaim_lock held. */
+static int reclaim_scan(bool force)
 {
-	vc_ensure_init();
-	vc_lock(&reclaim_lock);
-	last_reclaim_ms = vc_os_now_ms();
+	__atomic_store_n(&last_reclaim_ms, vc_os_now_ms(), __ATOMIC_RELAXED);
+	VC_TEST_HOOK(tick_scan);
 	int drained = 0;
 	uint32_t group[VC_DRAIN_GROUP];
 	unsigned n = 0;
@@ -747,23 +747,43 @@ int vc_cache_reclaim(bool force)
 	if (n)
 		drained += drain_group(group, n);
 	vc_central_trim_idle();
+	return drained;
+}
+
+int vc_cache_reclaim(bool force)
+{
+	vc_ensure_init();
+	vc_lock(&reclaim_lock);
+	int drained = reclaim_scan(force);
 	vc_unlock(&reclaim_lock);
 	return drained;
 }
 
+/* Half a reclaim period has passed since the last scan began. */
+static bool tick_due(uint64_t now)
+{
+	return vc_g.opt.reclaim_ms != 0 &&
+	       now - __atomic_load_n(&last_reclaim_ms, __ATOMIC_RELAXED) >= vc_g.opt.reclaim_ms / 2;
+}
+
+/* The periodic tick (slow paths and thread exit). It never waits: when the lock is
+ * busy, the scan holding it is this period's. And it claims the period under the
+ * lock, reading the clock again: a thread that found the tick due before another
+ * one scanned finds it not due any more, so a vCPU is drained only after two whole
+ * idle half-periods, never after two scans back to back. */
 void vc_cache_maybe_reclaim(void)
 {
 	uint64_t now = vc_os_now_ms();
 	vc_pageheap_maybe_decay(now);
 	vc_huge_maybe_decay(now);
-	uint64_t interval = vc_g.opt.reclaim_ms / 2;
-	if (vc_g.opt.reclaim_ms == 0 ||
-	    now - __atomic_load_n(&last_reclaim_ms, __ATOMIC_RELAXED) < interval)
+	if (!tick_due(now))
 		return;
+	VC_TEST_HOOK(tick_due);
 	if (!vc_lock_try(&reclaim_lock))
 		return;
+	if (tick_due(vc_os_now_ms()))
+		reclaim_scan(false);
 	vc_unlock(&reclaim_lock);
-	vc_cache_reclaim(false);
 }
 
 void vc_cache_lock_all(void)
