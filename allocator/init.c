@@ -9,7 +9,9 @@
  * fork: the prepare handler takes every lock in the documented order (lock.h), so
  * that the child starts with consistent lists (not in a single-threaded process:
  * see fork_prepare); the child re-initialises the locks (it has one thread) and
- * renews the rseq fence registration.
+ * renews the rseq fence registration. Of the per-vCPU locks, only those of ids ever
+ * populated exist for fork (vc_cache_lock_all): the state of the other possible
+ * CPUs is never touched.
  */
 #include "internal.h"
 #include "rseq.h"

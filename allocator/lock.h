@@ -4,9 +4,10 @@
  * futex. Safe to re-initialise in a fork child (vc_lock_init) because the child has
  * one thread: the one that forked while holding every lock (see init.c).
  *
- * Lock order, outermost first: reclaim lock -> vCPU lock -> central (node, class)
- * -> page heap (node) -> huge cache (huge.c) -> OS/registry lock. (The huge cache
- * lock is never held together with the locks above it; fork takes it in this place.)
+ * Lock order, outermost first: reclaim lock -> vCPU id claims (vcpu_cache.c) ->
+ * vCPU lock -> central (node, class) -> page heap (node) -> huge cache (huge.c) ->
+ * OS/registry lock. (The id-claim lock and the huge cache lock are never held
+ * together with the locks above them; fork takes them in these places.)
  */
 #ifndef VC_LOCK_H
 #define VC_LOCK_H

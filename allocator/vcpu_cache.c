@@ -38,6 +38,14 @@ static vc_lock_t reclaim_lock = VC_LOCK_INIT;
  * write after it costs a copy and a TLB flush on every CPU of the process). */
 static uint32_t populated_bound;
 static uint64_t last_reclaim_ms; /* start of the last scan (written under reclaim_lock) */
+/* Ids ever populated: one bit each (nvcpus bits of reserved address space), set
+ * under ids_lock before the id's lock is first taken and never cleared. Fork takes
+ * and re-initialises the locks of these ids only (vc_cache_lock_all): no other id's
+ * lock can be held, and the states of ids never used stay untouched (a fork used
+ * to write every possible CPU's state: 224 KiB at 256 possible CPUs, in the parent
+ * and in the child). */
+static uint64_t *ids_used;
+static vc_lock_t ids_lock = VC_LOCK_INIT;
 static uint32_t slow_counter;
 
 void vc_cache_init(void)
@@ -45,7 +53,8 @@ void vc_cache_init(void)
 	size_t n = vc_g.nvcpus;
 	vc_g.vcpu_regions = vc_os_reserve(n << VC_VCPU_STRIDE_SHIFT);
 	vc_g.vcpus = vc_os_reserve(vc_page_round(n * sizeof(struct vc_vcpu)));
-	VC_ASSERT_ALWAYS(vc_g.vcpu_regions && vc_g.vcpus);
+	ids_used = vc_os_reserve(vc_page_round((n + 63) / 64 * 8));
+	VC_ASSERT_ALWAYS(vc_g.vcpu_regions && vc_g.vcpus && ids_used);
 	/* A region is 256 KiB in a 2 MiB stride: a huge page would make all of it
 	 * resident at the first touch. */
 	vc_os_no_huge_pages(vc_g.vcpu_regions, n << VC_VCPU_STRIDE_SHIFT);
@@ -75,6 +84,17 @@ static unsigned current_node(void)
 
 static void note_peak(void);
 static void move_to_node(uint32_t idx, unsigned node);
+
+/* Call before taking idx's lock: records idx among the ids ever used. */
+static inline void claim_id(uint32_t idx)
+{
+	uint64_t bit = 1ull << (idx % 64);
+	if (VC_LIKELY(__atomic_load_n(&ids_used[idx / 64], __ATOMIC_RELAXED) & bit))
+		return;
+	vc_lock(&ids_lock);
+	__atomic_fetch_or(&ids_used[idx / 64], bit, __ATOMIC_RELAXED);
+	vc_unlock(&ids_lock);
+}
 
 /* Lock held. Headers go from zero to "empty, capacity 0"; the region's objects
  * will be of node `node`. */
@@ -110,6 +130,7 @@ static void populate_locked(uint32_t idx, unsigned node)
 static void populate(uint32_t idx, unsigned node)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	claim_id(idx);
 	vc_lock(&v->lock);
 	populate_locked(idx, node);
 	vc_unlock(&v->lock);
@@ -378,6 +399,7 @@ static void *fallback_alloc(unsigned c)
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	uint64_t *hw = header_word(idx, c);
 	void **slots = (void **)vc_vcpu_region(idx);
+	claim_id(idx);
 	vc_lock(&v->lock);
 	populate_locked(idx, current_node());
 	uint64_t h = *hw;
@@ -420,6 +442,7 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	uint64_t *hw = header_word(idx, c);
 	void **slots = (void **)vc_vcpu_region(idx);
+	claim_id(idx);
 	vc_lock(&v->lock);
 	populate_locked(idx, current_node());
 	if (v->node != node) {
@@ -683,6 +706,7 @@ static void move_to_node(uint32_t idx, unsigned node)
 	if (!can_stop_others())
 		return; /* cannot stop the sections of another CPU: the cache stays as is */
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	claim_id(idx);
 	vc_lock(&v->lock);
 	if (!v->populated || v->node == node) {
 		/* Drained by a reclaim, or moved by the thread that ran as idx before. */
@@ -786,23 +810,28 @@ void vc_cache_maybe_reclaim(void)
 	vc_unlock(&reclaim_lock);
 }
 
+/* Fork: the reclaim lock, ids_lock (no id can be claimed until the fork is over)
+ * and the lock of every id ever used, in increasing order. Every other id's lock is
+ * free: it is only ever taken after claim_id. */
 void vc_cache_lock_all(void)
 {
 	vc_lock(&reclaim_lock);
-	for (uint32_t idx = 0; idx < vc_g.nvcpus; idx++)
-		vc_lock(&vc_g.vcpus[idx].lock);
+	vc_lock(&ids_lock);
+	for (uint32_t w = 0; w < (vc_g.nvcpus + 63) / 64; w++)
+		for (uint64_t bits = ids_used[w]; bits; bits &= bits - 1)
+			vc_lock(&vc_g.vcpus[w * 64 + (uint32_t)__builtin_ctzll(bits)].lock);
 }
 
+/* After fork: unlock what vc_cache_lock_all took; the child, whose only thread is
+ * the one that forked, re-initialises the same locks instead (in a child of a
+ * single-threaded process nothing was taken, and any of them may have been held by
+ * the code a signal handler interrupted). */
 void vc_cache_unlock_all(bool child)
 {
-	for (uint32_t idx = 0; idx < vc_g.nvcpus; idx++) {
-		if (child)
-			vc_lock_init(&vc_g.vcpus[idx].lock);
-		else
-			vc_unlock(&vc_g.vcpus[idx].lock);
-	}
-	if (child)
-		vc_lock_init(&reclaim_lock);
-	else
-		vc_unlock(&reclaim_lock);
+	void (*release)(vc_lock_t *) = child ? vc_lock_init : vc_unlock;
+	for (uint32_t w = 0; w < (vc_g.nvcpus + 63) / 64; w++)
+		for (uint64_t bits = ids_used[w]; bits; bits &= bits - 1)
+			release(&vc_g.vcpus[w * 64 + (uint32_t)__builtin_ctzll(bits)].lock);
+	release(&ids_lock);
+	release(&reclaim_lock);
 }
