@@ -83,8 +83,6 @@ static struct vc_span *new_span(unsigned node, unsigned c, unsigned lane)
 	if (!sp)
 		return NULL;
 	sp->sizeclass = (uint8_t)c;
-	sp->obj_size = ci->size;
-	sp->div_magic = ci->div_magic;
 	sp->capacity = ci->objects;
 	sp->carved = 0;
 	sp->allocated = 0;

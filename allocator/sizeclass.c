@@ -83,7 +83,6 @@ void vc_sizeclass_init(void)
 		ci->max_slots = max > 1024 ? 1024 : max < 4 ? 4 : max;
 		ci->slot_base = slot;
 		slot += ci->max_slots;
-		ci->div_magic = ((1ull << 40) + ci->size - 1) / ci->size;
 		ci->shift = (uint8_t)__builtin_ctz(ci->size);
 		uint64_t odd = ci->size >> ci->shift, inv = odd; /* correct to 3 bits */
 		for (int i = 0; i < 5; i++)

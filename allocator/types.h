@@ -81,6 +81,10 @@ enum vc_unit_kind {
  * its segment until it is a FREE span again. */
 enum vc_span_state { VC_SPAN_FREE = 0, VC_SPAN_SMALL = 1, VC_SPAN_LARGE = 2, VC_SPAN_DECAYING = 3 };
 
+/* Span descriptor: one cache line (64 bytes, aligned: asserted below), so that the
+ * central lists' work on a span touches one line. free() does not read it (page
+ * entries, below, hold what free() needs); the checked path (alloc.c's classify:
+ * realloc, malloc_usable_size, misuse reports) reads its first 8 bytes. */
 struct vc_span {
 	/* Immutable while the span is in use. */
 	uint16_t first_page;   /* page index in the segment */
@@ -91,21 +95,19 @@ struct vc_span {
 	uint8_t in_list;       /* on a central or page-heap list */
 	uint64_t tag_key;      /* secret ^ generation, new on every (re)use of the span:
 				  stale tags never match */
-	/* SMALL: copies of the class's size and divisor, next to the rest of what free()
-	 * reads, so the fast path touches one cache line of the span. */
-	uint32_t obj_size;
-	uint8_t lane;          /* SMALL: lane of its central list (central.c) */
-	uint64_t div_magic;
 	/* SMALL: under the central lock of (node, class). */
 	uint32_t capacity;
 	uint32_t carved;
 	uint32_t allocated;
-	uint32_t released_pages; /* FREE: pages given back to the OS (not resident) */
+	uint16_t released_pages; /* FREE: pages given back to the OS (not resident) */
+	uint8_t lane;            /* SMALL: lane of its central list (central.c) */
 	void *free_list;
 	struct vc_span *next, *prev;
-	uint64_t free_since_ms; /* FREE: when it became free (decay) */
-	size_t large_size;      /* LARGE: requested bytes rounded to pages */
-};
+	union {
+		uint64_t free_since_ms; /* FREE: when it became free (decay) */
+		size_t large_size;      /* LARGE: requested bytes rounded to pages */
+	};
+} __attribute__((aligned(64)));
 
 /* What free() needs of a page, in one 32-byte entry (two per cache line), so that
  * the fast path reads the registry byte, this entry and the object, and never the
@@ -149,8 +151,9 @@ struct vc_huge_header {
 	uint64_t state;        /* 1 live, 0 freed */
 };
 
-/* Size class table (sizeclass.c): read-only after init. One cache line per class;
- * free() reads the first 16 bytes.
+/* Size class table (sizeclass.c): read-only after init. One cache line per class.
+ * free()'s fast path reads copies in the page entry; the checked path (alloc.c's
+ * classify) reads inverse and shift, in the first 24 bytes.
  *
  * Object index by exact division: size = odd << shift, inverse * odd = 1 (mod 2^64).
  * For an offset off from the span start, rotr64(off * inverse, shift) is off / size
@@ -166,13 +169,13 @@ struct vc_class_info {
 	uint32_t max_slots;    /* per-vCPU capacity limit */
 	uint32_t slot_base;    /* first slot of this class in a vCPU region */
 	uint32_t transfer_cap; /* objects a central transfer array may hold */
-	uint64_t div_magic;    /* ceil(2^40 / size): exact offset / size for offsets < 4 MiB */
 } __attribute__((aligned(64)));
 
 /* Central free lists of one (node, class). The transfer array holds at most the
  * class's transfer_cap objects (<= VC_TRANSFER_CAP, about 256 KiB of objects).
- * The headers of a node's classes are packed together, apart from the transfer
- * arrays (see central.c). */
+ * The headers of a node's classes are packed together, each starting a cache line
+ * (no two classes' locks share a line), apart from the transfer arrays (see
+ * central.c). */
 #define VC_TRANSFER_CAP 128
 /* Lanes of a central list: vCPU id modulo this picks the lane whose spans it
  * carves (central.c). */
@@ -231,5 +234,31 @@ struct vc_vcpu {
 	uint16_t capacity[VC_NUM_CLASSES];
 	uint16_t high_water[VC_NUM_CLASSES]; /* highest slot ever used (pages touched) */
 } __attribute__((aligned(64)));
+
+/* The layout claims of the comments above. */
+_Static_assert(VC_PAGES_PER_SEGMENT == 512, "512 pages of 8 KiB per 4 MiB segment");
+_Static_assert(VC_PAGES_PER_SEGMENT <= UINT16_MAX && VC_UNIT_SIZE <= UINT32_MAX,
+	       "page indexes and counts fit 16 bits, span offsets 32 bits");
+_Static_assert(VC_VCPU_SLOTS == 65536, "a region is 65536 slots of 8 bytes: 16-bit positions");
+_Static_assert(VC_NUM_CLASSES <= VC_VCPU_HEADER_SLOTS &&
+		   VC_VCPU_HEADER_SLOTS * sizeof(uint64_t) == 1024,
+	       "one header word per class (slot 0: the node tag), in one 1 KiB block");
+_Static_assert(VC_VCPU_HEADER_SLOTS * sizeof(uint64_t) <= VC_OS_PAGE,
+	       "a region's headers are on its first page");
+_Static_assert(VC_VCPU_STRIDE_SHIFT >= 21 && VC_VCPU_STRIDE_SHIFT >= VC_VCPU_SHIFT,
+	       "regions 2 MiB apart: page-table pages of their own");
+_Static_assert(offsetof(struct vc_segment, entries) % 64 == 0 && 64 % sizeof(struct vc_page_entry) == 0,
+	       "page entries: whole entries to a cache line, none straddles one");
+_Static_assert(sizeof(struct vc_span) == 64 && _Alignof(struct vc_span) == 64,
+	       "one cache line per span descriptor");
+_Static_assert(sizeof(struct vc_class_info) == 64 && _Alignof(struct vc_class_info) == 64,
+	       "one cache line per class");
+_Static_assert(offsetof(struct vc_class_info, inverse) + 8 <= 24 &&
+		   offsetof(struct vc_class_info, shift) + 1 <= 24,
+	       "classify reads the first 24 bytes of a class");
+_Static_assert(sizeof(struct vc_central) % 64 == 0 && _Alignof(struct vc_central) == 64,
+	       "central headers start cache lines of their own");
+_Static_assert(VC_PAGES_PER_SEGMENT <= UINT16_MAX && VC_CENTRAL_LANES <= UINT8_MAX,
+	       "released_pages fits 16 bits, a lane 8 bits");
 
 #endif

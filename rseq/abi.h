@@ -50,9 +50,27 @@ struct vc_rseq_abi {
 #define VC_RSEQ_OFF_NODE_ID 20
 #define VC_RSEQ_OFF_MM_CID 24
 
+_Static_assert(offsetof(struct vc_rseq_abi, cpu_id_start) == 0, "abi");
 _Static_assert(offsetof(struct vc_rseq_abi, cpu_id) == VC_RSEQ_OFF_CPU_ID, "abi");
 _Static_assert(offsetof(struct vc_rseq_abi, rseq_cs) == VC_RSEQ_OFF_RSEQ_CS, "abi");
 _Static_assert(offsetof(struct vc_rseq_abi, node_id) == VC_RSEQ_OFF_NODE_ID, "abi");
 _Static_assert(offsetof(struct vc_rseq_abi, mm_cid) == VC_RSEQ_OFF_MM_CID, "abi");
+_Static_assert(offsetof(struct vc_rseq_abi, flags) == 16, "abi");
+_Static_assert(VC_RSEQ_FEATURE_NODE_ID == VC_RSEQ_OFF_NODE_ID + 4 &&
+		   VC_RSEQ_FEATURE_MM_CID == VC_RSEQ_OFF_MM_CID + 4 &&
+		   offsetof(struct vc_rseq_abi, end) == VC_RSEQ_FEATURE_MM_CID,
+	       "a feature size ends with its field");
+_Static_assert(sizeof(struct vc_rseq_abi) == VC_RSEQ_ORIG_SIZE &&
+		   _Alignof(struct vc_rseq_abi) == 32,
+	       "abi: 32 bytes, aligned to 32");
+/* The critical sections' descriptors (arch/x86_64.h) are emitted as ".balign 32;
+ * .long version, flags; .quad start_ip, post_commit_offset, abort_ip". */
+_Static_assert(offsetof(struct vc_rseq_cs, flags) == 4 &&
+		   offsetof(struct vc_rseq_cs, start_ip) == 8 &&
+		   offsetof(struct vc_rseq_cs, post_commit_offset) == 16 &&
+		   offsetof(struct vc_rseq_cs, abort_ip) == 24,
+	       "abi: rseq_cs fields");
+_Static_assert(sizeof(struct vc_rseq_cs) == 32 && _Alignof(struct vc_rseq_cs) == 32,
+	       "abi: rseq_cs is 32 bytes, aligned to 32");
 
 #endif

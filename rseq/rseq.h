@@ -156,6 +156,15 @@ struct vc_rseq_stack {
 	uint16_t begin;
 	uint16_t end;
 } __attribute__((aligned(8)));
+/* The sections (arch/x86_64.h) and the stop word read the header as one 64-bit
+ * little-endian word: current in bits 0-15, begin in 32-47, end in 48-63; batch
+ * commits store the 16 bits of current at offset 0. */
+_Static_assert(sizeof(struct vc_rseq_stack) == 8 && _Alignof(struct vc_rseq_stack) == 8,
+	       "a stack header is one aligned 64-bit word");
+_Static_assert(offsetof(struct vc_rseq_stack, current) == 0 &&
+		   offsetof(struct vc_rseq_stack, begin) == 4 &&
+		   offsetof(struct vc_rseq_stack, end) == 6,
+	       "current, begin, end at bits 0, 32, 48 of the header word");
 
 #define VC_RSEQ_STACK_STOPPED_BEGIN 0xffffu
 
