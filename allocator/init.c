@@ -17,6 +17,7 @@
 #include "rseq.h"
 #include "vcpu_cache.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sys/single_threaded.h>
@@ -130,6 +131,50 @@ void vc_thread_note(void)
 	pthread_setspecific(exit_key, (void *)1);
 	vc_atomic_raise_u32(&live_threads_mark,
 			    __atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED));
+}
+
+/* Threads count from their start, not from their first slow path: a thread whose
+ * mallocs and frees all hit a cache that other threads filled never runs any other
+ * code of vcmalloc, so it would never be counted and its exit would never be seen.
+ * pthread_create (exported by override.c) starts every thread in thread_start,
+ * which notes it before the start routine runs. (Threads that libc starts itself,
+ * e.g. for timers or C11 thrd_create, are noted at their first slow path.) */
+struct thread_start_arg {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *thread_start(void *p)
+{
+	struct thread_start_arg a = *(struct thread_start_arg *)p;
+	vc_free(p);
+	vc_thread_note();
+	return a.fn(a.arg);
+}
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+				 void *);
+
+int vc_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	static pthread_create_fn next;
+	pthread_create_fn create = __atomic_load_n(&next, __ATOMIC_ACQUIRE);
+	if (!create) {
+		vc_ensure_init();
+		create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+		if (!create)
+			return EAGAIN;
+		__atomic_store_n(&next, create, __ATOMIC_RELEASE);
+	}
+	struct thread_start_arg *a = vc_malloc(sizeof *a);
+	if (!a)
+		return create(t, attr, fn, arg); /* the thread is noted at its first slow path */
+	a->fn = fn;
+	a->arg = arg;
+	int r = create(t, attr, thread_start, a);
+	if (r != 0)
+		vc_free(a);
+	return r;
 }
 
 static int choose_mode(const struct vc_rseq_info *ri, int want)

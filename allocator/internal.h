@@ -8,6 +8,7 @@
 #ifndef VC_INTERNAL_H
 #define VC_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -108,6 +109,9 @@ static inline void vc_ensure_init(void)
 		vc_init_slow();
 }
 void vc_thread_note(void) VC_HIDDEN; /* arms the thread-exit hook once per thread */
+/* pthread_create through to the C library's, noting the new thread at its start. */
+int vc_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+		      void *arg) VC_HIDDEN;
 
 /* ---- sizeclass.c ---- */
 extern struct vc_class_info vc_classes[VC_NUM_CLASSES] VC_HIDDEN;

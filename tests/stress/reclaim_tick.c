@@ -29,7 +29,7 @@
 #include <string.h>
 
 static uint64_t half_period;
-static sem_t go, held, release;
+static sem_t ready, go, held, release;
 static __thread int hold_here; /* 1: at tick_due, 2: at tick_scan */
 
 static void hold(int where)
@@ -53,6 +53,7 @@ static void at_tick_scan(void)
 static void *late_ticker(void *arg)
 {
 	(void)arg;
+	sem_post(&ready);
 	while (sem_wait(&go) != 0)
 		;
 	hold_here = 1;
@@ -79,15 +80,19 @@ int main(void)
 	VCT_CHECK(vct_under_vcmalloc(), "needs vcmalloc");
 	VCT_CHECK(vc_g.opt.reclaim_ms >= 1000000, "run with VCMALLOC_RECLAIM_MS=3600000");
 	half_period = vc_g.opt.reclaim_ms / 2;
+	sem_init(&ready, 0, 0);
 	sem_init(&go, 0, 0);
 	sem_init(&held, 0, 0);
 	sem_init(&release, 0, 0);
 	vc_test_hooks.tick_due = at_tick_due;
 	vc_test_hooks.tick_scan = at_tick_scan;
 
-	/* Thread creation allocates in this thread: before the cache is watched. */
+	/* Thread creation allocates in this thread, and the new thread frees what
+	 * vcmalloc's pthread_create passed it: both before the caches are watched. */
 	pthread_t late;
 	VCT_CHECK(pthread_create(&late, NULL, late_ticker, NULL) == 0, "pthread_create");
+	while (sem_wait(&ready) != 0)
+		;
 
 	/* 1. A cache with objects in it, then one scan. */
 	enum { N = 64 };
