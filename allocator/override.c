@@ -7,14 +7,6 @@
 
 #define VC_ALIAS_ATTR VC_EXPORT __attribute__((used))
 
-/* Not part of the malloc API: every thread is started through vcmalloc so that the
- * crowd-exit rule counts it (init.c, vc_pthread_create). */
-VC_ALIAS_ATTR int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
-				 void *arg)
-{
-	return vc_pthread_create(t, attr, fn, arg);
-}
-
 VC_ALIAS_ATTR void *malloc(size_t n)
 {
 	return vc_malloc(n);
