@@ -1,6 +1,7 @@
 /* expect_abort: run a misuse program and check that vcmalloc caught the misuse.
  *
  * usage: expect_abort <expected text> <program> [args...]
+ *        expect_abort --segv <program> [args...]
  *
  * The program is run with its stderr captured (and echoed to ours for the log). The
  * run passes only when all of these hold:
@@ -9,6 +10,8 @@
  *     before the misuse, so that an earlier failure cannot pass for the right one;
  *   - a later stderr line starts with "vcmalloc: error: " and contains the
  *     expected text (e.g. "double free", "invalid pointer", "size mismatch").
+ * With --segv the program must instead die of SIGSEGV after the marker (a guard
+ * page hit), and no report is required.
  * Core dumps are disabled for the child: an abort is the expected outcome. */
 #include <errno.h>
 #include <signal.h>
@@ -79,19 +82,20 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *expected = argv[1];
+	const bool segv = strcmp(expected, "--segv") == 0;
+	const int want = segv ? SIGSEGV : SIGABRT;
 	int status;
 	run_capturing_stderr(argv + 2, &status);
 	fputs(captured, stderr);
 
 	bool ok = true;
-	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT) {
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != want) {
 		if (WIFSIGNALED(status))
-			fprintf(stderr,
-				"expect_abort: FAIL: killed by signal %d (%s), not SIGABRT\n",
-				WTERMSIG(status), strsignal(WTERMSIG(status)));
+			fprintf(stderr, "expect_abort: FAIL: killed by signal %d (%s), not %s\n",
+				WTERMSIG(status), strsignal(WTERMSIG(status)), strsignal(want));
 		else
-			fprintf(stderr, "expect_abort: FAIL: exited with status %d, not SIGABRT\n",
-				WEXITSTATUS(status));
+			fprintf(stderr, "expect_abort: FAIL: exited with status %d, not %s\n",
+				WEXITSTATUS(status), strsignal(want));
 		ok = false;
 	}
 	/* The report must come after the marker. */
@@ -99,6 +103,11 @@ int main(int argc, char **argv)
 	if (!marker) {
 		fprintf(stderr, "expect_abort: FAIL: the program never reached its misuse\n");
 		return 1;
+	}
+	if (segv) {
+		if (ok)
+			fprintf(stderr, "expect_abort: ok (SIGSEGV after the marker)\n");
+		return ok ? 0 : 1;
 	}
 	bool reported = false;
 	for (const char *line = marker; line && *line; line = strchr(line, '\n')) {
