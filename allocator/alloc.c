@@ -7,9 +7,9 @@
  * free() finds an object's kind in O(1): registry byte of its unit, then the
  * segment's page entry (struct vc_page_entry: class, node, span start, tag key). It
  * checks, on every path, that the pointer is the start of an object vcmalloc handed
- * out (a whole multiple of the class size from the span start, and inside the
- * span's objects) and that the object is not already free (its free tag); misuse is
- * reported (check.c) and aborts. errno is preserved by free. The fast path touches
+ * out (a whole multiple of the class size from the span start, and among the
+ * span's carved objects) and that the object is not already free (its free tag);
+ * misuse is reported (check.c) and aborts. errno is preserved by free. The fast path touches
  * the registry byte, the page entry and word 1 of the object (then the vCPU cache).
  */
 #include "vcpu_cache.h"
@@ -140,7 +140,7 @@ static inline enum vc_kind classify(const void *p, const char *func, struct vc_s
 		size_t off = (size_t)((const char *)p - vc_span_start(sp));
 		if (VC_LIKELY(sp->state == VC_SPAN_SMALL)) {
 			if (VC_UNLIKELY(vc_object_index(&vc_classes[sp->sizeclass], off) >=
-					sp->capacity))
+					vc_page_entry_of(s, p)->objects))
 				bad_pointer(p, func);
 			return VC_KIND_SMALL;
 		}
@@ -180,9 +180,9 @@ static inline void free_small(unsigned c, unsigned node, uint64_t tag_key, void 
 	free_small_slow(c, p, node);
 }
 
-/* The page entry of p when p is the start of an object of a SMALL span whose
- * class is no smaller than `size`, else NULL (anything else, misuse included,
- * takes the checked path). */
+/* The page entry of p when p is the start of a carved object of a SMALL span
+ * whose class is no smaller than `size`, else NULL (anything else, misuse
+ * included, takes the checked path). */
 static inline const struct vc_page_entry *small_entry(const void *p, size_t size)
 {
 	uintptr_t a = (uintptr_t)p, unit = a >> VC_UNIT_SHIFT;

@@ -6,7 +6,11 @@
  *
  * Objects on a span's free list are linked through word 0 and carry their free tag
  * in word 1 (see types.h). Uncarved objects (never handed out since the span was
- * made) are carved lazily so that untouched pages of a span stay untouched.
+ * made) are carved lazily so that untouched pages of a span stay untouched; a
+ * carved object is tagged free at once (it may sit in a cache before any malloc
+ * returns it), and the page entries' carved limits (`objects`) cover it before it
+ * leaves the central lock, so that free() of an uncarved object is reported as
+ * invalid.
  *
  * Lanes keep the objects of different vCPUs apart. The nonempty spans are on
  * VC_CENTRAL_LANES lists; a vCPU takes from the spans of lane (id % lanes) and a
@@ -91,6 +95,30 @@ static struct vc_span *new_span(unsigned node, unsigned c, unsigned lane)
 	return sp;
 }
 
+/* Carve up to n objects of sp (class size `size`) into out[]: tag each as free, then
+ * raise the carved limit of the pages where they start. Returns how many. */
+static unsigned carve(struct vc_span *sp, uint32_t size, void **out, unsigned n)
+{
+	const uint32_t first = sp->carved;
+	uint32_t end = sp->capacity - first < n ? sp->capacity : first + n;
+	char *base = vc_span_start(sp);
+	for (uint32_t i = first; i < end; i++) {
+		uint64_t *obj = (uint64_t *)(base + (size_t)i * size);
+		obj[1] = vc_tag(obj, sp);
+		out[i - first] = obj;
+	}
+	if (end == first)
+		return 0;
+	struct vc_segment *s = vc_segment_of(sp);
+	size_t lo = sp->first_page + (((size_t)first * size) >> VC_PAGE_SHIFT);
+	size_t hi = sp->first_page + (((size_t)(end - 1) * size) >> VC_PAGE_SHIFT);
+	for (size_t pg = lo; pg <= hi; pg++)
+		__atomic_store_n(&s->entries[pg].objects, end, __ATOMIC_RELAXED);
+	sp->carved = end;
+	sp->allocated += end - first;
+	return end - first;
+}
+
 /* A span of another lane with objects on its free list (objects that were handed
  * out and came back), or NULL: taken before a new span is made. */
 static struct vc_span *recycled_span(struct vc_central *ce, unsigned lane)
@@ -128,12 +156,8 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 			sp->allocated++;
 		}
 		/* Another lane's uncarved objects stay its own (a new span instead). */
-		char *base = vc_span_start(sp);
-		while (got < n && sp->lane == lane && sp->carved < sp->capacity) {
-			out[got++] = base + (size_t)sp->carved * size;
-			sp->carved++;
-			sp->allocated++;
-		}
+		if (sp->lane == lane)
+			got += carve(sp, size, out + got, n - got);
 		if (!sp->free_list && sp->carved == sp->capacity)
 			span_list_remove(&ce->nonempty[sp->lane], sp);
 	}

@@ -55,7 +55,7 @@ void vc_span_publish(struct vc_span *sp)
 		const struct vc_class_info *ci = &vc_classes[sp->sizeclass];
 		e.inverse = ci->inverse;
 		e.size = ci->size;
-		e.objects = ci->objects;
+		e.objects = 0; /* none carved yet (central.c raises it) */
 		e.shift = ci->shift;
 		e.sizeclass = sp->sizeclass;
 	}

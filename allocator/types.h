@@ -25,9 +25,10 @@
  *   where "allocated" counts objects handed to vCPU caches, transfer arrays or users.
  *
  * Free-object tag: word 1 (bytes 8-15) of an object that is free anywhere in
- * vcmalloc holds vc_tag(p, span) = p ^ span->tag_key, where tag_key mixes the
- * process secret with a generation that changes on every reuse of the span;
- * malloc clears it.
+ * vcmalloc (carved objects not yet handed out included: carving writes it) holds
+ * vc_tag(p, span) = p ^ span->tag_key, where tag_key mixes the process secret with a
+ * generation that changes on every reuse of the span; malloc clears it. Uncarved
+ * objects hold no tag: free() tells them by the page entries' `objects` limits.
  * free() of an object whose word 1 already holds its tag is a double free (a live
  * object holding exactly that 64-bit value by chance: probability 2^-64).
  */
@@ -115,13 +116,16 @@ struct vc_span {
  * (pageheap.c writes the entries of every page of a span whenever the span changes
  * state, and central.c publishes the class of a new SMALL span before any of its
  * objects leaves the central lock). sizeclass 0 and objects 0: not a SMALL span
- * (FREE, LARGE, DECAYING, header): no offset passes the object check. */
+ * (FREE, LARGE, DECAYING, header): no offset passes the object check.
+ * objects, of a SMALL span: an object of the span starting on this page has been
+ * carved iff its index is below it. Published as 0; central.c raises it, under the
+ * central lock, on the pages where a carve's objects start, before they leave it. */
 struct vc_page_entry {
 	uint64_t tag_key;      /* the span's tag_key */
 	uint64_t inverse;      /* SMALL: the class's inverse (vc_object_index_of) */
 	uint32_t span_offset;  /* bytes from the segment base to the span */
 	uint32_t size;         /* SMALL: the class's object size */
-	uint32_t objects;      /* SMALL: objects in the span; else 0 */
+	uint32_t objects;      /* SMALL: carved objects, as seen by this page; else 0 */
 	uint8_t shift;         /* SMALL: the class's shift */
 	uint8_t sizeclass;     /* SMALL: the class; else 0 */
 	uint8_t node;
