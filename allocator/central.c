@@ -10,7 +10,8 @@
  * carved object is tagged free at once (it may sit in a cache before any malloc
  * returns it), and the page entries' carved limits (`objects`) cover it before it
  * leaves the central lock, so that free() of an uncarved object is reported as
- * invalid.
+ * invalid. An object taken off a span's free list must still hold its tag: a write
+ * to a freed block there is reported.
  *
  * Lanes keep the objects of different vCPUs apart. The nonempty spans are on
  * VC_CENTRAL_LANES lists; a vCPU takes from the spans of lane (id % lanes) and a
@@ -119,6 +120,19 @@ static unsigned carve(struct vc_span *sp, uint32_t size, void **out, unsigned n)
 	return end - first;
 }
 
+/* The next object of sp's free list, checked for its free tag (word 0, the link,
+ * shares its cache line). */
+static void *pop_free_list(struct vc_span *sp)
+{
+	void **obj = sp->free_list;
+	if (VC_UNLIKELY(((uint64_t *)obj)[1] != vc_tag(obj, sp)))
+		vc_report("use after free (a freed block was written: its free tag is gone)",
+			  "malloc", obj);
+	sp->free_list = obj[0];
+	sp->allocated++;
+	return obj;
+}
+
 /* A span of another lane with objects on its free list (objects that were handed
  * out and came back), or NULL: taken before a new span is made. */
 static struct vc_span *recycled_span(struct vc_central *ce, unsigned lane)
@@ -149,12 +163,8 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 			span_list_push(&ce->nonempty[lane], sp);
 			ce->free_objects += sp->capacity;
 		}
-		while (got < n && sp->free_list) {
-			void **obj = sp->free_list;
-			sp->free_list = obj[0];
-			out[got++] = obj;
-			sp->allocated++;
-		}
+		while (got < n && sp->free_list)
+			out[got++] = pop_free_list(sp);
 		/* Another lane's uncarved objects stay its own (a new span instead). */
 		if (sp->lane == lane)
 			got += carve(sp, size, out + got, n - got);
