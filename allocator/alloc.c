@@ -148,7 +148,7 @@ static inline enum vc_kind classify(const void *p, const char *func, struct vc_s
 			return VC_KIND_LARGE;
 		bad_pointer(p, func);
 	}
-	if (kind == VC_UNIT_HUGE_START) {
+	if (kind == VC_UNIT_HUGE_START || kind == VC_UNIT_HUGE_ALIGNED) {
 		struct vc_huge_header *h = vc_huge_lookup(p);
 		if (h) {
 			*huge = h;

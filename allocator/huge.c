@@ -2,12 +2,18 @@
  * cache of freed huge mappings.
  *
  * A huge block is a mapping [map_base, map_base + map_size) of its own: map_base is
- * unit aligned, the object starts max(align, page) into it, its header (struct
- * huge_block, which begins with the struct vc_huge_header alloc.c reads) sits one
- * page before the object. Every block and every cache entry starts on a unit
- * boundary, so no two of them share a unit: at most one huge object starts in any
- * unit, and that unit's registry byte is VC_UNIT_HUGE_START (VC_UNIT_HUGE_BODY on
- * the block's other units).
+ * unit aligned, the object starts max(align, page) into it. Every block and every
+ * cache entry starts on a unit boundary, so no two of them share a unit: at most one
+ * huge object starts in any unit. Its header (struct huge_block, which begins with
+ * the struct vc_huge_header alloc.c reads) is the mapping's first page when the
+ * object starts inside that unit (align below a unit; registry byte
+ * VC_UNIT_HUGE_START), else the page before the object, which then starts on a
+ * unit (VC_UNIT_HUGE_ALIGNED); the block's other units read VC_UNIT_HUGE_BODY.
+ * The mapping may end before its last unit does, and the kernel may place other
+ * mappings in the rest of that unit; the lookup of a pointer therefore reads only
+ * the header its registry byte names, which lies in the block's own pages: the
+ * first page of a VC_UNIT_HUGE_START unit, the page before a VC_UNIT_HUGE_ALIGNED
+ * unit (the mapping runs from map_base up to the object and beyond).
  *
  * The cache. Mapping, first touch and unmapping of huge blocks cost page faults
  * and TLB shootdowns on every malloc/free cycle, so a freed block's mapping is kept
@@ -62,6 +68,26 @@ struct huge_block {
 				    block, read by vc_huge_clear in the same thread */
 };
 _Static_assert(sizeof(struct huge_block) <= VC_PAGE_SIZE, "a huge header fits its page");
+
+static bool unit_aligned(const void *p)
+{
+	return ((uintptr_t)p & (VC_UNIT_SIZE - 1)) == 0;
+}
+
+/* The header of a huge object obj (see the top of this file). */
+static struct huge_block *header_of(const void *obj)
+{
+	uintptr_t a = (uintptr_t)obj;
+	if (unit_aligned(obj))
+		return (struct huge_block *)(a - VC_PAGE_SIZE);
+	return (struct huge_block *)(a & ~(uintptr_t)(VC_UNIT_SIZE - 1));
+}
+
+/* The object of a live block's header: size is map_size minus the object's offset. */
+static char *object_of(const struct vc_huge_header *h)
+{
+	return (char *)h->map_base + h->map_size - h->size;
+}
 
 /* A cached mapping (under vc_huge_lock). */
 struct huge_entry {
@@ -324,16 +350,18 @@ static void note_live(size_t map)
 /* Registry of a live block [base, base + map) whose object is obj. */
 static void set_block_units(char *base, size_t map, char *obj)
 {
+	unsigned start = unit_aligned(obj) ? VC_UNIT_HUGE_ALIGNED : VC_UNIT_HUGE_START;
 	vc_registry_set(base, map, VC_UNIT_HUGE_BODY, VC_UNIT_HUGE_BODY);
-	vc_registry_set(obj, 1, VC_UNIT_HUGE_START, VC_UNIT_HUGE_START);
+	vc_registry_set(obj, 1, start, start);
 }
 
 void *vc_huge_alloc(size_t size, size_t align)
 {
 	if (align < VC_PAGE_SIZE)
 		align = VC_PAGE_SIZE;
-	/* The object is the first aligned address at least one page into the mapping,
-	 * so its header (one page before it) is inside the mapping. */
+	/* The object is the first aligned address at least one page into the mapping:
+	 * its header (the mapping's first page, or the page before a unit-aligned
+	 * object) is inside the mapping. */
 	size_t offset = align;
 	size_t map = huge_map_size(size, offset);
 	if (map == 0 || map > PTRDIFF_MAX) {
@@ -380,7 +408,7 @@ void *vc_huge_alloc(size_t size, size_t align)
 		return NULL;
 	}
 	char *obj = base + offset;
-	struct huge_block *b = (struct huge_block *)(obj - VC_PAGE_SIZE);
+	struct huge_block *b = header_of(obj);
 	b->h.map_base = base;
 	b->h.map_size = map;
 	b->h.size = map - offset;
@@ -396,7 +424,7 @@ void *vc_huge_alloc(size_t size, size_t align)
 
 void vc_huge_clear(void *p, size_t n)
 {
-	const struct huge_block *b = (const struct huge_block *)((char *)p - VC_PAGE_SIZE);
+	const struct huge_block *b = header_of(p);
 	memset(p, 0, min_size(n, b->dirty));
 }
 
@@ -404,17 +432,13 @@ struct vc_huge_header *vc_huge_lookup(const void *p)
 {
 	if (((uintptr_t)p & (VC_PAGE_SIZE - 1)) != 0)
 		return NULL;
-	/* The header page must be ours before we read it: in p's unit, or in the unit
-	 * before for objects aligned to a unit. */
-	const char *hp = (const char *)p - VC_PAGE_SIZE;
-	unsigned k = vc_unit_kind(hp);
-	if (k != VC_UNIT_HUGE_START && k != VC_UNIT_HUGE_BODY)
+	/* Read only the header the registry byte names: the pages after the block's
+	 * end in its last unit may be unmapped, or another mapping's. */
+	unsigned k = vc_unit_kind(p);
+	if (k != (unit_aligned(p) ? VC_UNIT_HUGE_ALIGNED : VC_UNIT_HUGE_START))
 		return NULL;
-	if (k == VC_UNIT_HUGE_START && vc_segment_of(hp) != vc_segment_of(p))
-		return NULL;
-	struct vc_huge_header *h = (struct vc_huge_header *)hp;
-	/* The unit says a huge object starts here; the header page is ours whenever it
-	 * does, but p may be an interior pointer: the magic tells. */
+	struct vc_huge_header *h = &header_of(p)->h;
+	/* A live block's header; p may still be an interior pointer: the magic tells. */
 	if (h->magic != (vc_g.secret ^ (uintptr_t)p) ||
 	    __atomic_load_n(&h->state, __ATOMIC_RELAXED) != 1)
 		return NULL;
@@ -423,7 +447,7 @@ struct vc_huge_header *vc_huge_lookup(const void *p)
 
 void vc_huge_free(struct vc_huge_header *h)
 {
-	char *obj = (char *)h + VC_PAGE_SIZE;
+	char *obj = object_of(h);
 	/* Two frees of one block racing: only one finds it live. */
 	if (__atomic_exchange_n(&h->state, 0, __ATOMIC_ACQ_REL) != 1)
 		vc_report("double free", "free", obj);
@@ -447,7 +471,7 @@ void vc_huge_free(struct vc_huge_header *h)
 
 void *vc_huge_realloc(struct vc_huge_header *h, size_t size)
 {
-	char *obj = (char *)h + VC_PAGE_SIZE;
+	char *obj = object_of(h);
 	char *base = h->map_base;
 	size_t offset = (size_t)(obj - base);
 	size_t map = huge_map_size(size, offset);

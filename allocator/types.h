@@ -10,7 +10,8 @@
  *   span      a run of pages of one segment. FREE (in the page heap), SMALL (cut into
  *             objects of one size class) or LARGE (one object of 256 KiB - 1 MiB).
  *   huge      a request above 1 MiB (or aligned above a page): its own mapping,
- *             starting on a unit, header one page before the object.
+ *             starting on a unit; header at the mapping's start, or one page
+ *             before an object aligned to a unit or more.
  *   class     a size class of small objects (16 B - 256 KiB); class 0 means "none".
  *   vCPU      an index of the per-vCPU caches: rseq mm_cid (index mode vcpu), rseq
  *             cpu_id (mode cpu), or a shard number (mode fallback).
@@ -72,9 +73,12 @@
 enum vc_unit_kind {
 	VC_UNIT_FOREIGN = 0,
 	VC_UNIT_SEGMENT = 1,    /* header at the unit base */
-	VC_UNIT_HUGE_START = 2, /* a huge object starts here; header one page before it */
+	VC_UNIT_HUGE_START = 2, /* a huge object starts in this unit, past its first
+				   page; the unit's first page is its header */
 	VC_UNIT_HUGE_BODY = 3,  /* inside a huge mapping, no object starts here */
 	VC_UNIT_HUGE_FREED = 4, /* a huge block here was freed (for double-free reports) */
+	VC_UNIT_HUGE_ALIGNED = 5, /* a huge object starts at this unit's base; its
+				     header is the last page of the unit before */
 };
 
 /* DECAYING: a FREE span taken off the free lists while its pages go back to the OS
