@@ -18,6 +18,8 @@ void vc_os_release(void *p, size_t size);
 /* Never back [p, p + size) with transparent huge pages (where THP is "always", a
  * first touch would otherwise make 2 MiB resident). */
 void vc_os_no_huge_pages(void *p, size_t size);
+/* Make [p, p + size) inaccessible (PROT_NONE): a guard page. */
+void vc_os_guard(void *p, size_t size);
 /* Grow or shrink a mapping where it is (mremap without MAYMOVE). */
 bool vc_os_resize_in_place(void *p, size_t old_size, size_t new_size);
 /* Move the mapping [from, from + old_size) to `to` and grow it there to new_size

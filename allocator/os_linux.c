@@ -71,6 +71,13 @@ void vc_os_no_huge_pages(void *p, size_t size)
 	errno = saved;
 }
 
+void vc_os_guard(void *p, size_t size)
+{
+	int saved = errno;
+	mprotect(p, size, PROT_NONE);
+	errno = saved;
+}
+
 bool vc_os_resize_in_place(void *p, size_t old_size, size_t new_size)
 {
 	int saved = errno;

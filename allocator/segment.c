@@ -46,6 +46,12 @@ struct vc_segment *vc_segment_map(unsigned node)
 	 * objects live in 4 KiB pages unless VCMALLOC_HUGE_PAGES=1. */
 	if (!vc_g.opt.huge_pages)
 		vc_os_no_huge_pages(s, VC_UNIT_SIZE);
+	/* The unused end of the header pages, between the header and the first span:
+	 * an underflow of the segment's first object faults instead of reaching the
+	 * header. (Where the system gives THP to every mapping, this also keeps the
+	 * segment's first 2 MiB out of a huge page.) */
+	vc_os_guard((char *)s + VC_SEGMENT_GUARD_START,
+		    VC_SEGMENT_HEADER_PAGES * VC_PAGE_SIZE - VC_SEGMENT_GUARD_START);
 	s->magic = vc_g.secret ^ (uintptr_t)s;
 	s->node = (uint8_t)node;
 	vc_lock(&vc_os_lock);

@@ -5,7 +5,7 @@
  *             saying what vcmalloc has there (nothing, a segment, a huge block).
  *   segment   a 4 MiB unit mapped for small and large objects. Its first pages hold
  *             the segment header: a page map (page -> span) and the span
- *             descriptors; the rest is cut into spans.
+ *             descriptors, then a guard page; the rest is cut into spans.
  *   page      8 KiB, the granule of spans inside a segment.
  *   span      a run of pages of one segment. FREE (in the page heap), SMALL (cut into
  *             objects of one size class) or LARGE (one object of 256 KiB - 1 MiB).
@@ -148,8 +148,14 @@ struct vc_segment {
 	struct vc_span *pagemap[VC_PAGES_PER_SEGMENT];
 	struct vc_span spans[VC_PAGES_PER_SEGMENT]; /* descriptor of a span at its first page */
 };
+/* The header pages hold the header, then at least one whole OS page that nothing
+ * uses, [VC_SEGMENT_GUARD_START, first span): segment.c makes it PROT_NONE, so that
+ * a linear underflow from the first object of a segment faults there before it
+ * reaches the header. */
+#define VC_SEGMENT_GUARD_START                                                          \
+	((sizeof(struct vc_segment) + VC_OS_PAGE - 1) / VC_OS_PAGE * VC_OS_PAGE)
 #define VC_SEGMENT_HEADER_PAGES                                                         \
-	((sizeof(struct vc_segment) + VC_PAGE_SIZE - 1) / VC_PAGE_SIZE)
+	((VC_SEGMENT_GUARD_START + VC_OS_PAGE + VC_PAGE_SIZE - 1) / VC_PAGE_SIZE)
 
 struct vc_huge_header {
 	uint64_t magic;        /* vc_secret ^ object address */
