@@ -116,15 +116,20 @@ enum vc_kind { VC_KIND_SMALL, VC_KIND_LARGE, VC_KIND_HUGE };
 static VC_NOINLINE __attribute__((noreturn)) void bad_pointer(const void *p, const char *func)
 {
 	unsigned kind = vc_unit_kind(p);
-	if (kind == VC_UNIT_HUGE_FREED)
+	/* A huge object starts at its unit's base or at a power-of-two offset of a
+	 * page or more (huge.c); anything else in the unit of a freed block, e.g. in a
+	 * mapping the kernel placed past that block's end, is an invalid pointer. */
+	uintptr_t off = (uintptr_t)p & (VC_UNIT_SIZE - 1);
+	if (kind == VC_UNIT_HUGE_FREED && (off & (off - 1)) == 0 &&
+	    (off == 0 || off >= VC_PAGE_SIZE))
 		vc_report("double free", func, p);
 	if (kind == VC_UNIT_SEGMENT) {
 		struct vc_span *sp = vc_span_of(vc_segment_of(p), p);
 		if (sp && (sp->state == VC_SPAN_FREE || sp->state == VC_SPAN_DECAYING))
 			vc_report("double free (or invalid pointer: its pages are free)", func, p);
 	}
-	vc_report("invalid pointer (not allocated by vcmalloc, or not the start of a block)",
-		  func, p);
+	vc_report("invalid pointer (not allocated by vcmalloc, or not the start of a block)", func,
+		  p);
 }
 
 static inline enum vc_kind classify(const void *p, const char *func, struct vc_span **span,

@@ -36,6 +36,9 @@
  *   invalid-huge-foreign   free of a private mapping placed past a 2 MiB block, in
  *                          the rest of the block's unit (where the kernel may put
  *                          other mappings)
+ *   invalid-huge-foreign-freed
+ *                          the same after the block was freed (its unit remembers
+ *                          the freed block), 16 bytes into the mapping
  *   invalid-huge-far       free(p + 1 GiB), p a 2 MiB block
  *   invalid-foreign-mmap   free of a block of a private mapping, with the header
  *                          words a glibc mmapped chunk has (size, IS_MMAPPED)
@@ -285,10 +288,14 @@ static void invalid_huge_beyond(size_t offset, const char *name)
 	free(vct_launder(p + offset));
 }
 
-/* A private mapping in the rest of a 2 MiB block's unit, past the block. */
-static void invalid_huge_foreign(void)
+/* A private mapping in the rest of a 2 MiB block's unit, past the block; when
+ * freed is set the block is freed first, and the pointer is 16 bytes into the
+ * mapping. */
+static void invalid_huge_foreign(bool freed, const char *name)
 {
 	char *p = huge_block(2u << 20);
+	if (freed)
+		free(p);
 	char *unit = (char *)((uintptr_t)p & ~(uintptr_t)(HUGE_UNIT - 1));
 	const size_t tries[] = {3u << 20, (7u << 20) / 2, (5u << 20) / 2};
 	char *m = MAP_FAILED;
@@ -304,10 +311,10 @@ static void invalid_huge_foreign(void)
 		}
 	}
 	if (m == MAP_FAILED)
-		cannot_set_up("invalid-huge-foreign", "no free address past the block in its unit");
+		cannot_set_up(name, "no free address past the block in its unit");
 	memset(m, 6, 64u << 10);
-	committing("invalid-huge-foreign");
-	free(vct_launder(m));
+	committing(name);
+	free(vct_launder(freed ? m + 16 : m));
 }
 
 /* A block of a private mapping dressed as a glibc mmapped chunk: the word before it
@@ -535,7 +542,9 @@ int main(int argc, char **argv)
 	else if (!strcmp(c, "invalid-huge-far"))
 		invalid_huge_beyond((size_t)1 << 30, c);
 	else if (!strcmp(c, "invalid-huge-foreign"))
-		invalid_huge_foreign();
+		invalid_huge_foreign(false, c);
+	else if (!strcmp(c, "invalid-huge-foreign-freed"))
+		invalid_huge_foreign(true, c);
 	else if (!strcmp(c, "invalid-foreign-mmap"))
 		invalid_foreign_mmap();
 	else if (!strcmp(c, "invalid-libc-malloc"))
