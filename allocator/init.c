@@ -225,6 +225,8 @@ void vc_init_slow(void)
 			: (vc_g.mode == VCMALLOC_INDEX_VCPU ? VC_FAST_MM_CID : VC_FAST_CPU_ID) +
 			      (vc_g.numa_cache ? 2 : 0);
 	__atomic_store_n(&vc_g.fast, fast, __ATOMIC_RELEASE);
+	__atomic_store_n(&vc_g.mm_cid_limit, fast == VC_FAST_MM_CID ? vc_g.nvcpus : 0,
+			 __ATOMIC_RELEASE);
 	__atomic_store_n(&vc_initialised, 2, __ATOMIC_RELEASE);
 	vc_unlock(&init_lock);
 

@@ -89,6 +89,8 @@ static inline void vc_atomic_raise_u64(uint64_t *p, uint64_t v)
 /* ---- global state (init.c) ---- */
 struct vc_global {
 	int fast;                   /* enum vc_fast_path (vcpu_cache.h); 4 until start-up */
+	uint32_t mm_cid_limit;      /* nvcpus when fast is VC_FAST_MM_CID, else 0: the
+				       hit paths' one test for both the mode and the id */
 	int mode;                   /* enum vcmalloc_index */
 	bool numa_cache;            /* vCPU caches are node-tagged */
 	int rseq_index;             /* VC_RSEQ_INDEX_MM_CID or _CPU_ID in rseq modes */

@@ -90,13 +90,24 @@ enum vc_fast_path {
 	VC_FAST_NONE = 4, /* fallback mode, or before start-up */
 };
 
-/* Pop an object of class c into *out; false on a miss (*out untouched). */
+/* Pop an object of class c into *out; false on a miss (*out untouched). The
+ * common mode (mm_cid, no node tags) is tested together with the id's range: one
+ * compare with vc_g.mm_cid_limit, which is 0 in every other mode. */
 static inline bool vc_cache_pop(unsigned c, void **out)
 {
-	int fast = vc_g.fast;
-	if (VC_LIKELY(fast == VC_FAST_MM_CID))
+	struct vc_rseq_abi *rs = vc_fast_area();
+	uint32_t idx = vc_rseq_read_index(rs, VC_RSEQ_INDEX_MM_CID);
+	if (VC_LIKELY(idx < vc_g.mm_cid_limit)) {
+		char *region = vc_vcpu_region(idx);
+		int r = vc_rseq_pop_mm_cid(rs, idx, vc_vcpu_header(region, c), region, out);
+		if (VC_LIKELY(r == 0))
+			return true;
+		if (r > 0)
+			return false;
+	}
+	switch (vc_g.fast) {
+	case VC_FAST_MM_CID:
 		return vc_cache_pop_mm_cid(c, false, out);
-	switch (fast) {
 	case VC_FAST_CPU_ID:
 		return vc_cache_pop_cpu_id(c, false, out);
 	case VC_FAST_MM_CID_NUMA:
@@ -111,10 +122,19 @@ static inline bool vc_cache_pop(unsigned c, void **out)
 /* Push p, an object of node `node`; fails when the cache holds another node's. */
 static inline bool vc_cache_push(unsigned c, void *p, unsigned node)
 {
-	int fast = vc_g.fast;
-	if (VC_LIKELY(fast == VC_FAST_MM_CID))
+	struct vc_rseq_abi *rs = vc_fast_area();
+	uint32_t idx = vc_rseq_read_index(rs, VC_RSEQ_INDEX_MM_CID);
+	if (VC_LIKELY(idx < vc_g.mm_cid_limit)) {
+		char *region = vc_vcpu_region(idx);
+		int r = vc_rseq_push_mm_cid(rs, idx, vc_vcpu_header(region, c), region, p);
+		if (VC_LIKELY(r == 0))
+			return true;
+		if (r > 0)
+			return false;
+	}
+	switch (vc_g.fast) {
+	case VC_FAST_MM_CID:
 		return vc_cache_push_mm_cid(c, p, node, false);
-	switch (fast) {
 	case VC_FAST_CPU_ID:
 		return vc_cache_push_cpu_id(c, p, node, false);
 	case VC_FAST_MM_CID_NUMA:
