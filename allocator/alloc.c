@@ -145,7 +145,8 @@ static inline enum vc_kind classify(const void *p, const char *func, struct vc_s
 		size_t off = (size_t)((const char *)p - vc_span_start(sp));
 		if (VC_LIKELY(sp->state == VC_SPAN_SMALL)) {
 			if (VC_UNLIKELY(vc_object_index(&vc_classes[sp->sizeclass], off) >=
-					vc_page_entry_of(s, p)->objects))
+					__atomic_load_n(&vc_page_entry_of(s, p)->objects,
+							__ATOMIC_RELAXED)))
 				bad_pointer(p, func);
 			return VC_KIND_SMALL;
 		}
@@ -197,7 +198,10 @@ static inline const struct vc_page_entry *small_entry(const void *p, size_t size
 	const struct vc_page_entry *e = vc_page_entry_of(s, p);
 	/* Entries of other spans have no objects: the check below fails for them. */
 	size_t off = (a & (VC_UNIT_SIZE - 1)) - e->span_offset;
-	if (VC_LIKELY(vc_object_index_of(e->inverse, e->shift, off) < e->objects &&
+	/* objects rises while the span is carved (central.c, relaxed stores): any value
+	 * read covers the objects handed out before this one reached the caller. */
+	if (VC_LIKELY(vc_object_index_of(e->inverse, e->shift, off) <
+			      __atomic_load_n(&e->objects, __ATOMIC_RELAXED) &&
 		      size <= e->size))
 		return e;
 	return NULL;
