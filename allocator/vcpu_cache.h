@@ -34,13 +34,17 @@ static inline uint32_t *vc_vcpu_node_tag(char *region)
 	return (uint32_t *)region;
 }
 
+/* limit bounds the ids used (vc_g.nvcpus, or vc_g.mm_cid_limit, see vc_cache_pop).
+ * It is passed by address and read where it is compared: held in a register across
+ * the retry loop it cost free's hit path a saved register (3 instructions). */
 #define VC_DEFINE_FAST(name, ix)                                                        \
-	static inline bool vc_cache_pop_##name(unsigned c, bool numa, void **out)      \
+	static inline bool vc_cache_pop_##name(unsigned c, bool numa,                   \
+					       const uint32_t *limit, void **out)       \
 	{                                                                               \
 		struct vc_rseq_abi *rs = vc_fast_area();                                \
 		for (;;) {                                                              \
 			uint32_t idx = vc_rseq_read_index(rs, ix);                      \
-			if (VC_UNLIKELY(idx >= vc_g.nvcpus))                            \
+			if (VC_UNLIKELY(idx >= *limit))                                 \
 				return false;                                           \
 			char *region = vc_vcpu_region(idx);                             \
 			int r = numa ? vc_rseq_pop_local_##name(                        \
@@ -56,12 +60,12 @@ static inline uint32_t *vc_vcpu_node_tag(char *region)
 		}                                                                       \
 	}                                                                               \
 	static inline bool vc_cache_push_##name(unsigned c, void *p, unsigned node,    \
-						bool numa)                              \
+						bool numa, const uint32_t *limit)       \
 	{                                                                               \
 		struct vc_rseq_abi *rs = vc_fast_area();                                \
 		for (;;) {                                                              \
 			uint32_t idx = vc_rseq_read_index(rs, ix);                      \
-			if (VC_UNLIKELY(idx >= vc_g.nvcpus))                            \
+			if (VC_UNLIKELY(idx >= *limit))                                 \
 				return false;                                           \
 			char *region = vc_vcpu_region(idx);                             \
 			int r = numa ? vc_rseq_push_tagged_##name(                      \
@@ -91,56 +95,39 @@ enum vc_fast_path {
 };
 
 /* Pop an object of class c into *out; false on a miss (*out untouched). The
- * common mode (mm_cid, no node tags) is tested together with the id's range: one
- * compare with vc_g.mm_cid_limit, which is 0 in every other mode. */
+ * common mode (mm_cid, no node tags) is tested together with the id's range: ids
+ * are bounded by vc_g.mm_cid_limit, which is 0 in every other mode, so those fail
+ * the first attempt at once and take the switch. A miss in the common mode is final
+ * (the switch has nothing more for it). */
 static inline bool vc_cache_pop(unsigned c, void **out)
 {
-	struct vc_rseq_abi *rs = vc_fast_area();
-	uint32_t idx = vc_rseq_read_index(rs, VC_RSEQ_INDEX_MM_CID);
-	if (VC_LIKELY(idx < vc_g.mm_cid_limit)) {
-		char *region = vc_vcpu_region(idx);
-		int r = vc_rseq_pop_mm_cid(rs, idx, vc_vcpu_header(region, c), region, out);
-		if (VC_LIKELY(r == 0))
-			return true;
-		if (r > 0)
-			return false;
-	}
+	if (VC_LIKELY(vc_cache_pop_mm_cid(c, false, &vc_g.mm_cid_limit, out)))
+		return true;
 	switch (vc_g.fast) {
-	case VC_FAST_MM_CID:
-		return vc_cache_pop_mm_cid(c, false, out);
 	case VC_FAST_CPU_ID:
-		return vc_cache_pop_cpu_id(c, false, out);
+		return vc_cache_pop_cpu_id(c, false, &vc_g.nvcpus, out);
 	case VC_FAST_MM_CID_NUMA:
-		return vc_cache_pop_mm_cid(c, true, out);
+		return vc_cache_pop_mm_cid(c, true, &vc_g.nvcpus, out);
 	case VC_FAST_CPU_ID_NUMA:
-		return vc_cache_pop_cpu_id(c, true, out);
+		return vc_cache_pop_cpu_id(c, true, &vc_g.nvcpus, out);
 	default:
 		return false;
 	}
 }
 
-/* Push p, an object of node `node`; fails when the cache holds another node's. */
+/* Push p, an object of node `node`; fails when the cache holds another node's.
+ * Same dispatch as vc_cache_pop. */
 static inline bool vc_cache_push(unsigned c, void *p, unsigned node)
 {
-	struct vc_rseq_abi *rs = vc_fast_area();
-	uint32_t idx = vc_rseq_read_index(rs, VC_RSEQ_INDEX_MM_CID);
-	if (VC_LIKELY(idx < vc_g.mm_cid_limit)) {
-		char *region = vc_vcpu_region(idx);
-		int r = vc_rseq_push_mm_cid(rs, idx, vc_vcpu_header(region, c), region, p);
-		if (VC_LIKELY(r == 0))
-			return true;
-		if (r > 0)
-			return false;
-	}
+	if (VC_LIKELY(vc_cache_push_mm_cid(c, p, node, false, &vc_g.mm_cid_limit)))
+		return true;
 	switch (vc_g.fast) {
-	case VC_FAST_MM_CID:
-		return vc_cache_push_mm_cid(c, p, node, false);
 	case VC_FAST_CPU_ID:
-		return vc_cache_push_cpu_id(c, p, node, false);
+		return vc_cache_push_cpu_id(c, p, node, false, &vc_g.nvcpus);
 	case VC_FAST_MM_CID_NUMA:
-		return vc_cache_push_mm_cid(c, p, node, true);
+		return vc_cache_push_mm_cid(c, p, node, true, &vc_g.nvcpus);
 	case VC_FAST_CPU_ID_NUMA:
-		return vc_cache_push_cpu_id(c, p, node, true);
+		return vc_cache_push_cpu_id(c, p, node, true, &vc_g.nvcpus);
 	default:
 		return false;
 	}
