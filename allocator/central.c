@@ -88,6 +88,7 @@ static struct vc_span *new_span(unsigned node, unsigned c, unsigned lane)
 	if (!sp)
 		return NULL;
 	sp->sizeclass = (uint8_t)c;
+	sp->lane = (uint8_t)lane;
 	sp->capacity = ci->objects;
 	sp->carved = 0;
 	sp->allocated = 0;
@@ -159,7 +160,6 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 			sp = new_span(node, c, lane);
 			if (!sp)
 				break;
-			sp->lane = (uint8_t)lane;
 			span_list_push(&ce->nonempty[lane], sp);
 			ce->free_objects += sp->capacity;
 		}

@@ -168,20 +168,26 @@ static struct vc_span *take_pages(struct vc_pageheap *ph, struct vc_span *f, uns
  * still grow into it. */
 #define VC_LANE_GAP 16
 
+/* The FREE span (not DECAYING) of s that holds pages [page, page+npages), or NULL.
+ * Page-heap lock held. */
+static struct vc_span *free_span_holding(struct vc_segment *s, size_t page, size_t npages)
+{
+	if (page + npages > VC_PAGES_PER_SEGMENT)
+		return NULL;
+	struct vc_span *f = s->pagemap[page];
+	if (!f || f->state != VC_SPAN_FREE || f->first_page + f->npages < page + npages)
+		return NULL;
+	return f;
+}
+
 /* The FREE span holding the npages after lane's previous span, or NULL; *first
  * gets the first of those pages. */
 static struct vc_span *lane_spot(struct vc_pageheap *ph, unsigned lane, size_t npages,
 				 unsigned *first)
 {
 	struct vc_segment *s = ph->lane_next[lane].seg;
-	unsigned page = ph->lane_next[lane].page;
-	if (!s || page + npages > VC_PAGES_PER_SEGMENT)
-		return NULL;
-	struct vc_span *f = s->pagemap[page];
-	if (!f || f->state != VC_SPAN_FREE || f->first_page + f->npages < page + npages)
-		return NULL;
-	*first = page;
-	return f;
+	*first = ph->lane_next[lane].page;
+	return s ? free_span_holding(s, *first, npages) : NULL;
 }
 
 struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state, int lane)
@@ -231,11 +237,9 @@ bool vc_pageheap_extend(struct vc_span *sp, size_t npages)
 		return true;
 	const unsigned end = sp->first_page + sp->npages;
 	const unsigned more = (unsigned)(npages - sp->npages);
-	if (npages > VC_PAGES_PER_SEGMENT || end + more > VC_PAGES_PER_SEGMENT)
-		return false;
 	vc_lock(&ph->lock);
-	struct vc_span *f = s->pagemap[end];
-	if (!f || f->state != VC_SPAN_FREE || f->first_page != end || f->npages < more) {
+	struct vc_span *f = free_span_holding(s, end, more);
+	if (!f) {
 		vc_unlock(&ph->lock);
 		return false;
 	}
