@@ -338,13 +338,21 @@ void *vc_memalign(size_t align, size_t n)
 
 static void *realloc_move(void *p, size_t old, size_t n);
 
-/* Grow a large block over the free pages that follow it, by a quarter more than
- * asked when those pages are there (as realloc_move would), else by what is asked.
- * A string grown by appends to 1 MiB then moves a few times below the large sizes
- * and rarely after. */
+/* What a block of `old` usable bytes grown to n asks for first: a quarter more than
+ * the old block, so that a block grown by small appends moves O(log n) times, not
+ * once per size class or page (a string grown to 1 MiB by 8-128 byte appends copied
+ * about 60 MiB across the 8 KiB steps of large blocks). n itself when that is more. */
+static size_t realloc_grown(size_t old, size_t n)
+{
+	return old + old / 4 > n ? old + old / 4 : n;
+}
+
+/* Grow a large block over the free pages that follow it: to realloc_grown's size
+ * when those pages are there, else to n. A string grown by appends to 1 MiB then
+ * moves a few times below the large sizes and rarely after. */
 static bool realloc_large_in_place(struct vc_span *sp, size_t old, size_t n)
 {
-	size_t want = old + old / 4 > n ? old + old / 4 : n;
+	size_t want = realloc_grown(old, n);
 	if (want > VC_LARGE_MAX)
 		want = VC_LARGE_MAX;
 	size_t want_pages = (want + VC_PAGE_SIZE - 1) >> VC_PAGE_SHIFT;
@@ -418,16 +426,13 @@ void *vc_realloc(void *p, size_t n)
 	return realloc_move(p, old, n);
 }
 
-/* realloc by a move: p's block has `old` usable bytes. Growing asks for a quarter
- * more than the old block, so that a block grown by small appends moves O(log n)
- * times, not once per size class or page (a string grown to 1 MiB by 8-128 byte
- * appends copied about 60 MiB across the 8 KiB steps of large blocks). Exact size
- * if that fails. */
+/* realloc by a move: p's block has `old` usable bytes. Growing asks for
+ * realloc_grown's size first, the exact size if that fails. */
 static void *realloc_move(void *p, size_t old, size_t n)
 {
 	void *q = NULL;
-	if (n > old && old + old / 4 > n)
-		q = vc_malloc(old + old / 4);
+	if (n > old && realloc_grown(old, n) > n)
+		q = vc_malloc(realloc_grown(old, n));
 	if (!q)
 		q = vc_malloc(n);
 	if (!q)
