@@ -136,17 +136,19 @@ void vc_thread_note(void)
 /* Threads count from their start, not from their first slow path: a thread whose
  * mallocs and frees all hit a cache that other threads filled never runs any other
  * code of vcmalloc, so it would never be counted and its exit would never be seen.
- * pthread_create (exported by override.c) starts every thread in thread_start,
- * which notes it before the start routine runs. (Threads that libc starts itself,
- * e.g. for timers or C11 thrd_create, are noted at their first slow path.) */
+ * pthread_create (exported by override_thread.c, shared library only) starts every
+ * thread in thread_start, which notes it before the start routine runs. (Threads
+ * that libc starts itself, e.g. for timers or C11 thrd_create, are noted at their
+ * first slow path.) */
 /* The start routine and argument go to the new thread through one of a fixed set of
  * slots, each on its own cache line, outside the heap: a heap block allocated by
  * the creating thread and freed by the new one would land in the new thread's
  * cache and be its first block of that class, a neighbour of the block the next
  * new thread gets (two threads writing neighbouring blocks of the creator's span:
- * bench/speed tightN-16 ran 2x slower). A slot is claimed by the creator
- * (busy 0 -> 1) and released by the new thread once it has copied it. When every
- * slot is busy the thread starts unwrapped and is noted at its first slow path. */
+ * bench/speed tightN-16 took 0.07-0.08 s instead of 0.055). A slot is claimed by
+ * the creator (busy 0 -> 1) and released by the new thread once it has copied it.
+ * When every slot is busy the thread starts unwrapped and is noted at its first
+ * slow path. */
 #define VC_START_SLOTS 64
 struct thread_start_slot {
 	uint32_t busy;
