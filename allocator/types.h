@@ -246,7 +246,8 @@ struct vc_vcpu {
 				       last miss under a spent budget (vcpu lock) */
 	uint32_t misses[VC_NUM_CLASSES];
 	uint16_t capacity[VC_NUM_CLASSES];
-	uint16_t high_water[VC_NUM_CLASSES]; /* highest slot ever used (pages touched) */
+	uint16_t high_water[VC_NUM_CLASSES]; /* highest slot ever used (pages touched);
+					      relaxed atomics: statistics read it unlocked */
 } __attribute__((aligned(64)));
 
 /* The layout claims of the comments above. */

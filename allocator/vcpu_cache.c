@@ -144,10 +144,12 @@ static unsigned touched_pages(const struct vc_vcpu *v)
 {
 	uint64_t mask[VC_REGION_PAGES / 64] = {1}; /* the header page */
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-		if (!v->high_water[c])
+		/* Read without the vCPU lock (statistics): relaxed, as it is written. */
+		unsigned high = __atomic_load_n(&v->high_water[c], __ATOMIC_RELAXED);
+		if (!high)
 			continue;
 		size_t first = (size_t)vc_classes[c].slot_base * 8 / VC_OS_PAGE;
-		size_t last = ((size_t)vc_classes[c].slot_base + v->high_water[c]) * 8 - 1;
+		size_t last = ((size_t)vc_classes[c].slot_base + high) * 8 - 1;
 		for (size_t pg = first; pg <= last / VC_OS_PAGE; pg++)
 			mask[pg / 64] |= 1ull << (pg % 64);
 	}
@@ -193,7 +195,7 @@ static void set_capacity(struct vc_vcpu *v, unsigned c, unsigned cap)
 	v->capacity[c] = (uint16_t)cap;
 	v->capacity_bytes += (uint64_t)cap * vc_classes[c].size;
 	if (cap > v->high_water[c])
-		v->high_water[c] = (uint16_t)cap;
+		__atomic_store_n(&v->high_water[c], (uint16_t)cap, __ATOMIC_RELAXED);
 }
 
 /* Change the capacity of class c on the vCPU this thread runs as, idx.
@@ -643,7 +645,7 @@ static void drain_finish(uint32_t idx)
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	drain_move_objects(idx);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
-		v->high_water[c] = 0;
+		__atomic_store_n(&v->high_water[c], 0, __ATOMIC_RELAXED);
 	vc_os_release(vc_vcpu_region(idx), VC_VCPU_REGION);
 	__atomic_store_n(&v->populated, 0, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
