@@ -30,7 +30,7 @@
  *     the current and the previous decay period); the least recently freed entries
  *     are unmapped first; at most HUGE_CACHE_SLOTS entries.
  *   - decay: an entry idle for the decay time (VCMALLOC_DECAY_MS) is unmapped at
- *     the next check (huge malloc / free, the slow paths' vc_cache_maybe_reclaim,
+ *     the next check (huge malloc / free, the slow paths' vc_maintain and the maintenance thread,
  *     vcmalloc_reclaim); VCMALLOC_DECAY_MS=0 caches nothing.
  *     vcmalloc_release_free_memory (also malloc_trim and the OOM retry) unmaps all.
  *   - misuse: a cached entry's units read VC_UNIT_FOREIGN in the registry, except

@@ -97,17 +97,22 @@ static void fork_child(void)
 	vc_cache_unlock_all(true);
 	vc_lock_init(&init_lock);
 	vc_rseq_fence_after_fork();
+	vc_maintenance_after_fork_child();
 	/* The child has one thread: the one that forked. */
 	live_threads = live_threads_mark = thread_noted ? 1 : 0;
 }
 
+static int (*libc_pthread_create(void))(pthread_t *, const pthread_attr_t *,
+					  void *(*)(void *), void *);
+
 static void thread_exit(void *arg)
 {
 	(void)arg;
+	vc_maintenance_start(libc_pthread_create());
 	uint32_t live = __atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED);
 	uint32_t mark = __atomic_load_n(&live_threads_mark, __ATOMIC_RELAXED);
 	if (mark < 8 || vc_g.opt.reclaim_ms == 0 || live > mark / 4) {
-		vc_cache_maybe_reclaim();
+		vc_maintain();
 		return;
 	}
 	uint64_t now = vc_os_now_ms();
@@ -120,7 +125,7 @@ static void thread_exit(void *arg)
 		vcmalloc_release_free_memory();
 		return;
 	}
-	vc_cache_maybe_reclaim();
+	vc_maintain();
 }
 
 void vc_thread_note(void)
@@ -182,25 +187,50 @@ static struct thread_start_slot *claim_start_slot(void)
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
 				 void *);
 
-int vc_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+/* The C library's function by its symbol name (the sanitizer build renames our
+ * exports with macros; the string is out of their reach). */
+extern int c_library_pthread_create(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+				    void *) __asm__("pthread_create");
+/* Defined by override_thread.c, in the shared library only. */
+extern const char vc_exports_pthread_create __attribute__((weak, visibility("hidden")));
+
+/* The C library's pthread_create: found with dlsym(RTLD_NEXT) where the shared
+ * library exports its own, else (the static archive) the one this file links to.
+ * NULL when dlsym fails. */
+static pthread_create_fn libc_pthread_create(void)
 {
 	static pthread_create_fn next;
 	pthread_create_fn create = __atomic_load_n(&next, __ATOMIC_ACQUIRE);
-	if (!create) {
-		vc_ensure_init();
+	if (create)
+		return create;
+	if (&vc_exports_pthread_create == NULL)
+		create = c_library_pthread_create;
+	else
 		create = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
-		if (!create)
-			return EAGAIN;
+	if (create)
 		__atomic_store_n(&next, create, __ATOMIC_RELEASE);
-	}
+	return create;
+}
+
+int vc_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	vc_ensure_init();
+	pthread_create_fn create = libc_pthread_create();
+	if (!create)
+		return EAGAIN;
 	struct thread_start_slot *slot = claim_start_slot();
-	if (!slot)
-		return create(t, attr, fn, arg); /* the thread is noted at its first slow path */
-	slot->fn = fn;
-	slot->arg = arg;
-	int r = create(t, attr, thread_start, slot);
-	if (r != 0)
-		__atomic_store_n(&slot->busy, 0, __ATOMIC_RELEASE);
+	int r;
+	if (!slot) {
+		r = create(t, attr, fn, arg); /* the thread is noted at its first slow path */
+	} else {
+		slot->fn = fn;
+		slot->arg = arg;
+		r = create(t, attr, thread_start, slot);
+		if (r != 0)
+			__atomic_store_n(&slot->busy, 0, __ATOMIC_RELEASE);
+	}
+	if (r == 0)
+		vc_maintenance_start(create);
 	return r;
 }
 

@@ -58,6 +58,7 @@ struct vc_options {
 	uint64_t decay_ms;          /* free pages kept this long before release */
 	int numa;                   /* 0 off, 1 on (default when > 1 node) */
 	int huge_pages;             /* 0: segments opt out of transparent huge pages */
+	int background;             /* 1: the maintenance thread may start */
 };
 void vc_options_load(struct vc_options *o) VC_HIDDEN;
 
@@ -114,6 +115,15 @@ void vc_thread_note(void) VC_HIDDEN; /* arms the thread-exit hook once per threa
 /* pthread_create through to the C library's, noting the new thread at its start. */
 int vc_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
 		      void *arg) VC_HIDDEN;
+
+/* ---- maintenance.c: the periodic work, on slow paths and in the background ---- */
+/* Slow paths and thread exit: what is due of the decays and the reclaim tick. */
+void vc_maintain(void) VC_HIDDEN;
+/* Start the maintenance thread once, with `create` (the C library's pthread_create).
+ * Only from contexts outside every allocator and loader lock (maintenance.c). */
+void vc_maintenance_start(int (*create)(pthread_t *, const pthread_attr_t *,
+					 void *(*)(void *), void *)) VC_HIDDEN;
+void vc_maintenance_after_fork_child(void) VC_HIDDEN;
 
 /* ---- sizeclass.c ---- */
 extern struct vc_class_info vc_classes[VC_NUM_CLASSES] VC_HIDDEN;
@@ -219,8 +229,11 @@ void vc_span_publish(struct vc_span *sp) VC_HIDDEN;
 /* Release FREE pages idle longer than the decay (all of them when force). */
 void vc_pageheap_decay(unsigned node, bool force) VC_HIDDEN;
 /* Decay every node whose last decay is older than the decay time at `now` (ms of
- * vc_os_now_ms; slow paths). */
-void vc_pageheap_maybe_decay(uint64_t now) VC_HIDDEN;
+ * vc_os_now_ms): one batch per node (slow paths), or every aged span (the
+ * maintenance thread). */
+void vc_pageheap_maybe_decay(uint64_t now, bool every_batch) VC_HIDDEN;
+/* Some node holds free pages that are still resident (read without the locks). */
+bool vc_pageheap_holds_resident_free(void) VC_HIDDEN;
 
 /* ---- central.c: per (node, class) transfer arrays and span lists ---- */
 extern struct vc_central *vc_central_nodes[VC_MAX_NODES] VC_HIDDEN;
@@ -249,7 +262,8 @@ void vc_cache_init(void) VC_HIDDEN;
 void *vc_cache_alloc_slow(unsigned c) VC_HIDDEN;
 void vc_cache_free_slow(unsigned c, void *p, unsigned node) VC_HIDDEN;
 int vc_cache_reclaim(bool force) VC_HIDDEN;
-void vc_cache_maybe_reclaim(void) VC_HIDDEN;
+/* The reclaim tick, when half a reclaim period has passed (maintenance.c). */
+void vc_cache_tick(void) VC_HIDDEN;
 void vc_cache_lock_all(void) VC_HIDDEN;
 void vc_cache_unlock_all(bool child) VC_HIDDEN;
 /* Statistics of the per-vCPU layer. */

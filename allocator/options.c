@@ -81,4 +81,7 @@ void vc_options_load(struct vc_options *o)
 	uint64_t huge = 0;
 	number("VCMALLOC_HUGE_PAGES", &huge);
 	o->huge_pages = huge != 0;
+	uint64_t background = 1;
+	number("VCMALLOC_BACKGROUND", &background);
+	o->background = background != 0;
 }

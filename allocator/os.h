@@ -32,6 +32,12 @@ bool vc_os_move(void *from, size_t old_size, size_t new_size, void *to);
 /* Bind [p, p+size) to a NUMA node (mbind MPOL_PREFERRED); false if unsupported. */
 bool vc_os_bind_node(void *p, size_t size, unsigned node);
 
+/* Sleep while *word == val, at most timeout_ms (0: no limit), or until vc_os_wake;
+ * may return early (signals, spurious wake-ups). Process-private futex. */
+void vc_os_wait(uint32_t *word, uint32_t val, uint64_t timeout_ms);
+/* Wake every thread sleeping in vc_os_wait on word. */
+void vc_os_wake(uint32_t *word);
+
 /* Milliseconds of CLOCK_MONOTONIC_COARSE. */
 uint64_t vc_os_now_ms(void);
 /* 64 random bits from the auxiliary vector / getrandom. */

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -106,6 +107,21 @@ bool vc_os_bind_node(void *p, size_t size, unsigned node)
 	long r = syscall(SYS_mbind, p, size, 1, mask, 64 * VC_OS_NODEMASK_WORDS + 1, 0);
 	errno = saved;
 	return r == 0;
+}
+
+void vc_os_wait(uint32_t *word, uint32_t val, uint64_t timeout_ms)
+{
+	int saved = errno;
+	struct timespec ts = {(time_t)(timeout_ms / 1000), (long)(timeout_ms % 1000) * 1000000L};
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, timeout_ms ? &ts : NULL, NULL, 0);
+	errno = saved;
+}
+
+void vc_os_wake(uint32_t *word)
+{
+	int saved = errno;
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+	errno = saved;
 }
 
 uint64_t vc_os_now_ms(void)

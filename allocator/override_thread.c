@@ -8,6 +8,10 @@
  * counted from their first slow path. */
 #include "internal.h"
 
+/* Tells init.c, through a weak reference, that pthread_create is ours (the shared
+ * library): the C library's is then found with dlsym(RTLD_NEXT). */
+const char vc_exports_pthread_create VC_HIDDEN = 1;
+
 VC_EXPORT __attribute__((used)) int pthread_create(pthread_t *t, const pthread_attr_t *attr,
 						   void *(*fn)(void *), void *arg)
 {

@@ -396,14 +396,24 @@ void vc_pageheap_decay(unsigned node, bool force)
 		;
 }
 
-void vc_pageheap_maybe_decay(uint64_t now)
+void vc_pageheap_maybe_decay(uint64_t now, bool every_batch)
 {
 	for (unsigned n = 0; n < vc_g.nnodes; n++) {
 		struct vc_pageheap *ph = &vc_pageheaps[n];
 		if (ph->free_bytes > ph->released_bytes &&
 		    now - __atomic_load_n(&ph->last_decay_ms, __ATOMIC_RELAXED) >= vc_g.opt.decay_ms)
-			vc_pageheap_decay(n, false);
+			while (decay_pass(n, false) == VC_DECAY_BATCH && every_batch)
+				;
 	}
+}
+
+bool vc_pageheap_holds_resident_free(void)
+{
+	for (unsigned n = 0; n < vc_g.nnodes; n++)
+		if (__atomic_load_n(&vc_pageheaps[n].free_bytes, __ATOMIC_RELAXED) >
+		    __atomic_load_n(&vc_pageheaps[n].released_bytes, __ATOMIC_RELAXED))
+			return true;
+	return false;
 }
 
 void vc_pageheap_init(void)

@@ -434,7 +434,7 @@ static void *fallback_alloc(unsigned c)
 	vc_unlock(&v->lock);
 	__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
 	if (missed)
-		vc_cache_maybe_reclaim();
+		vc_maintain();
 	return p;
 }
 
@@ -484,7 +484,7 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 		vc_central_insert(c, &p, 1);
 	__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
 	if (missed)
-		vc_cache_maybe_reclaim();
+		vc_maintain();
 }
 
 /* ---- rseq modes ---- */
@@ -526,7 +526,7 @@ void *vc_cache_alloc_slow(unsigned c)
 		return NULL;
 	if (n > 1)
 		stash(c, buf + 1, n - 1, node);
-	vc_cache_maybe_reclaim();
+	vc_maintain();
 	return buf[0];
 }
 
@@ -576,12 +576,12 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
 		if (r == 0)
 			vc_central_insert(c, buf, got);
 		if (vc_cache_push(c, p, node)) {
-			vc_cache_maybe_reclaim();
+			vc_maintain();
 			return;
 		}
 	}
 	vc_central_insert(c, &p, 1);
-	vc_cache_maybe_reclaim();
+	vc_maintain();
 }
 
 /* ---- drain and reclaim ---- */
@@ -797,12 +797,9 @@ static bool tick_due(uint64_t now)
  * lock, reading the clock again: a thread that found the tick due before another
  * one scanned finds it not due any more, so a vCPU is drained only after two whole
  * idle half-periods, never after two scans back to back. */
-void vc_cache_maybe_reclaim(void)
+void vc_cache_tick(void)
 {
-	uint64_t now = vc_os_now_ms();
-	vc_pageheap_maybe_decay(now);
-	vc_huge_maybe_decay(now);
-	if (!tick_due(now))
+	if (!tick_due(vc_os_now_ms()))
 		return;
 	VC_TEST_HOOK(tick_due);
 	if (!vc_lock_try(&reclaim_lock))

@@ -57,7 +57,7 @@ static void *late_ticker(void *arg)
 	while (sem_wait(&go) != 0)
 		;
 	hold_here = 1;
-	vc_cache_maybe_reclaim();
+	vc_maintain();
 	return NULL;
 }
 
@@ -111,7 +111,7 @@ int main(void)
 	sem_post(&go);
 	while (sem_wait(&held) != 0)
 		;
-	vc_cache_maybe_reclaim();
+	vc_maintain();
 
 	/* 3. L goes on and must find the period taken. */
 	sem_post(&release);
@@ -126,7 +126,7 @@ int main(void)
 
 	/* 4. Control: the next half period drains it. */
 	advance_clock();
-	vc_cache_maybe_reclaim();
+	vc_maintain();
 	vct_stats(&s2);
 	VCT_CHECK(s2.vcpu_reclaims > s1.vcpu_reclaims,
 		  "no drain after two idle half periods (reclaims %llu)",
@@ -138,7 +138,7 @@ int main(void)
 	while (sem_wait(&held) != 0)
 		;
 	advance_clock();
-	vc_cache_maybe_reclaim();
+	vc_maintain();
 	/* Slow paths of classes not used yet, each ending with the tick. */
 	for (size_t n = 2000; n <= 200000; n += 2000) {
 		void *q = malloc(n);

@@ -1,0 +1,158 @@
+/* idle_release (vcmalloc only): memory comes back from a process that stops calling
+ * the allocator, through the maintenance thread (allocator/maintenance.c).
+ *   1. a single-threaded process gets no thread it did not ask for;
+ *   2. four threads allocate ~48 MiB of mixed small and large blocks, free them and
+ *      exit; the main thread then sleeps, polling VmRSS with system calls only (no
+ *      allocator call at all): RSS must fall to within 6 MiB of what it was before
+ *      the burst, within 30 s (run with 100 ms reclaim and decay periods: a few
+ *      periods are enough; the bound is generous for a loaded machine);
+ *      with argument "off" (VCMALLOC_BACKGROUND=0) the control: no thread appears
+ *      and RSS stays above the burst's half after 1 s without calls;
+ *   3. fork while the thread may be working: 30 children each allocate on two
+ *      threads and exit; every child ends (no deadlock) with status 0.
+ */
+#include "vctest.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIB (1L << 20)
+
+/* Resident KiB from /proc/self/statm, read with system calls only. */
+static long rss_kib(void)
+{
+	char buf[128];
+	int fd = open("/proc/self/statm", O_RDONLY);
+	VCT_CHECK(fd >= 0, "open statm");
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	VCT_CHECK(n > 0, "read statm");
+	buf[n] = 0;
+	char *p = buf;
+	while (*p && *p != ' ')
+		p++;
+	return strtol(p, NULL, 10) * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Threads of this process (reads /proc/self/task with getdents through opendir,
+ * which allocates: only called where that does not matter). */
+static int task_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	VCT_CHECK(d != NULL, "opendir");
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+#define BURST_OBJECTS 60000
+
+static void *burst(void *arg)
+{
+	uint64_t seed = (uintptr_t)arg * 7919 + 1;
+	void **v = malloc(BURST_OBJECTS * sizeof(*v));
+	VCT_CHECK(v != NULL, "malloc");
+	for (long i = 0; i < BURST_OBJECTS; i++) {
+		size_t n = (i % 64 == 0) ? 4096 + vct_rand(&seed) % 28672 : 16 + vct_rand(&seed) % 240;
+		v[i] = malloc(n);
+		VCT_CHECK(v[i] != NULL, "malloc %zu", n);
+		memset(v[i], (int)i, n);
+	}
+	for (long i = 0; i < BURST_OBJECTS; i++)
+		free(v[i]);
+	free(v);
+	return NULL;
+}
+
+static void *child_worker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 2000; i++)
+		free(malloc((size_t)(16 + i % 900)));
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	vct_start("idle_release", 120);
+	bool off = argc > 1 && strcmp(argv[1], "off") == 0;
+	VCT_CHECK(vct_under_vcmalloc(), "this test needs vcmalloc");
+
+	for (int i = 0; i < 1000; i++)
+		free(malloc((size_t)(i + 1)));
+	VCT_CHECK(task_count() == 1, "a single-threaded process has %d threads", task_count());
+
+	long before = rss_kib();
+	pthread_t t[4];
+	for (uintptr_t i = 0; i < 4; i++)
+		VCT_CHECK(pthread_create(&t[i], NULL, burst, (void *)i) == 0, "pthread_create");
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	long peak = vct_proc_status_kib("VmHWM");
+	long after = rss_kib();
+	printf("before %ld KiB, peak %ld KiB, after the burst %ld KiB\n", before, peak, after);
+	VCT_CHECK(peak - before > 24 * 1024, "the burst is too small to measure (%ld KiB)",
+		  peak - before);
+
+	if (off) {
+		VCT_CHECK(task_count() == 1, "VCMALLOC_BACKGROUND=0 but %d threads", task_count());
+		long held = rss_kib();
+		sleep_ms(1000);
+		long later = rss_kib();
+		printf("background off: %ld KiB, 1 s later %ld KiB\n", held, later);
+		VCT_CHECK(later > before + (peak - before) / 2,
+			  "RSS fell without allocator calls nor maintenance thread");
+	} else {
+		long rss = after;
+		int waited = 0;
+		while (rss > before + 6 * 1024 && waited < 30000) {
+			sleep_ms(50);
+			waited += 50;
+			rss = rss_kib();
+		}
+		printf("idle: %ld KiB after %d ms without allocator calls\n", rss, waited);
+		VCT_CHECK(rss <= before + 6 * 1024,
+			  "RSS %ld KiB did not fall to within 6 MiB of %ld KiB in 30 s", rss,
+			  before);
+		VCT_CHECK(task_count() == 2, "expected the program's thread and one more, got %d",
+			  task_count());
+	}
+
+	for (int round = 0; round < 30; round++) {
+		pid_t pid = fork();
+		VCT_CHECK(pid >= 0, "fork");
+		if (pid == 0) {
+			pthread_t a, b;
+			if (pthread_create(&a, NULL, child_worker, NULL) ||
+			    pthread_create(&b, NULL, child_worker, NULL))
+				_exit(3);
+			pthread_join(a, NULL);
+			pthread_join(b, NULL);
+			child_worker(NULL);
+			_exit(0);
+		}
+		for (int i = 0; i < 200; i++)
+			free(malloc((size_t)(64 + i)));
+		int status = 0;
+		VCT_CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+		VCT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			  "child %d ended with status %#x", round, status);
+		sleep_ms(round % 3 == 0 ? 60 : 5);
+	}
+	printf("idle_release: ok\n");
+	return 0;
+}
