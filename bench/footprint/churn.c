@@ -26,7 +26,7 @@ int workload_churn(const struct config *cfg, struct outcome *out)
 		slots[i] = object_new(size_between(&r, 16, 256));
 	for (uint64_t i = 0; i < replacements; i++) {
 		uint32_t pick = rng_below(&r, LIVE);
-		free(slots[pick]);
+		object_free(slots[pick]);
 		slots[pick] = object_new(size_between(&r, 16, 256));
 	}
 	working_set_free(slots, LIVE);

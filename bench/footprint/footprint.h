@@ -3,7 +3,8 @@
  * footprint.h - the footprint benchmark: workloads that stress where an allocator's
  * caches live (threads spread over many CPUs, crowded on few, roaming, created and
  * destroyed in storms, passing objects between threads), and the measures taken
- * around them (RSS peak and final, allocator cache bytes, throughput).
+ * around them (RSS peak and final, the workload's own peak of live bytes, allocator
+ * cache bytes, throughput).
  *
  * Files: main.c (options, run, JSON), workers.c (few/many/roam), storm.c, server.c,
  * churn.c, larson.c, objects.c (sizes, random numbers, bursts), proc.c (/proc and
@@ -63,8 +64,17 @@ size_t object_size(struct rng *r);
 /* A size drawn uniformly from [low, high]. */
 size_t size_between(struct rng *r, size_t low, size_t high);
 
-/* malloc(size) with its first and last byte written; exits the process on failure. */
+/*
+ * malloc(size) (size >= 8) with its size in its first 8 bytes, one byte in every 4 KiB
+ * page and its last byte written, so that all of it is resident; counted in the live
+ * bytes.  Exits the process on failure.
+ */
 void *object_new(size_t size);
+/* Frees an object of object_new (NULL: nothing) and takes its size off the live bytes. */
+void object_free(void *object);
+/* The sum of the sizes of the objects alive now, and the highest that sum has been. */
+int64_t live_bytes_now(void);
+int64_t live_bytes_peak(void);
 
 /*
  * Allocates `count` objects of mixed sizes into scratch[], then frees them in a

@@ -32,7 +32,7 @@ static void *larson_main(void *arg)
 	note_cpu();
 	for (uint64_t i = 0; i < l->per_generation; i++) {
 		uint32_t pick = rng_below(&r, SLOTS);
-		free(l->slots[pick]);
+		object_free(l->slots[pick]);
 		l->slots[pick] = object_new(size_between(&r, 16, 512));
 	}
 	l->ops += l->per_generation;

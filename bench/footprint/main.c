@@ -9,7 +9,12 @@
  *
  * Peak RSS is VmHWM of /proc/self/status when the workload is over (the kernel's own
  * high-water mark); final RSS is VmRSS after every workload thread has exited and freed
- * its objects.  A sampler thread also polls VmRSS and the allocator's cache bytes.
+ * its objects.  The live bytes are the sum of the requested sizes of the objects the
+ * workload holds, counted by the workload (objects.c): their peak is the least RSS any
+ * allocator could have had, so peak RSS minus peak live bytes approximates what the
+ * allocator costs above the data (plus the process's own RSS at start, reported as
+ * vm_rss_start_bytes).  A sampler thread also polls VmRSS and the allocator's cache
+ * bytes.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -110,6 +115,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int64_t hwm = status_bytes("VmHWM");
+	int64_t live_final = live_bytes_now();
 	int64_t rss_final = status_bytes("VmRSS");
 	const char *source = cache_bytes_source();
 	int64_t cache_final = source ? cache_bytes_now() : -1;
@@ -128,6 +134,8 @@ int main(int argc, char **argv)
 	json_number_or_null("vm_rss_start_bytes", rss_start, 0);
 	json_number_or_null("vm_hwm_bytes", hwm, 0);
 	json_number_or_null("vm_rss_final_bytes", rss_final, 0);
+	json_number_or_null("live_bytes_peak", live_bytes_peak(), 0);
+	json_number_or_null("live_bytes_final", live_final, 0);
 	json_number_or_null("rss_peak_sampled_bytes", sampler.rss_peak, 0);
 	if (source)
 		printf("  \"cache_bytes_source\": \"%s\",\n", source);

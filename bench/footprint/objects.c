@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * objects.c - the building blocks every workload is made of: a small random number
- * generator, the object size mix, bursts and working sets, timing and thread start.
+ * generator, the object size mix, objects and the count of their live bytes, bursts
+ * and working sets, timing and thread start.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -56,16 +57,72 @@ size_t object_size(struct rng *r)
 	return size_between(r, 4097, 32768);
 }
 
+/*
+ * Live bytes: the sum of the requested sizes of the objects the workload holds,
+ * counted by the workload itself (object_new adds, object_free subtracts), so that the
+ * figure does not depend on what the allocator reports.  One counter for every thread:
+ * its peak is the true maximum of the sum at any instant, which per-thread counts
+ * could not give (a remote free lowers the sum, not the freeing thread's own count).
+ * The peak lives on the counter's cache line, so updating it costs no further miss;
+ * it is raised only when the sum passes it, which is rare once the peak is reached.
+ */
+static struct {
+	_Alignas(64) atomic_int_fast64_t bytes;
+	atomic_int_fast64_t peak;
+} live;
+
+static void live_add(int64_t bytes)
+{
+	int_fast64_t now =
+	    atomic_fetch_add_explicit(&live.bytes, bytes, memory_order_relaxed) + bytes;
+	int_fast64_t peak = atomic_load_explicit(&live.peak, memory_order_relaxed);
+	while (now > peak && !atomic_compare_exchange_weak_explicit(
+				 &live.peak, &peak, now, memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+int64_t live_bytes_now(void)
+{
+	return atomic_load_explicit(&live.bytes, memory_order_relaxed);
+}
+
+int64_t live_bytes_peak(void)
+{
+	return atomic_load_explicit(&live.peak, memory_order_relaxed);
+}
+
+enum { PAGE = 4096 };
+
 void *object_new(size_t size)
 {
+	if (size < sizeof(uint64_t)) {
+		fprintf(stderr, "footprint: object of %zu bytes cannot hold its size\n", size);
+		exit(2);
+	}
 	char *p = malloc(size);
 	if (!p) {
 		fprintf(stderr, "footprint: out of memory (%zu bytes)\n", size);
 		exit(2);
 	}
-	p[0] = (char)size;
+	uint64_t header = size;
+	memcpy(p, &header, sizeof(header));
+	/* One byte in every page and the last byte: all of the object is resident, so
+	 * that RSS can be compared with the live bytes. */
+	for (size_t at = PAGE; at < size; at += PAGE)
+		p[at] = (char)size;
 	p[size - 1] = (char)size;
+	live_add((int64_t)size);
 	return p;
+}
+
+void object_free(void *object)
+{
+	if (!object)
+		return;
+	uint64_t size;
+	memcpy(&size, object, sizeof(size));
+	live_add(-(int64_t)size);
+	free(object);
 }
 
 uint64_t burst(struct rng *r, void **scratch, int count)
@@ -75,7 +132,7 @@ uint64_t burst(struct rng *r, void **scratch, int count)
 	/* free in a shuffled order: Fisher-Yates over the remaining objects */
 	for (int left = count; left > 0; left--) {
 		int pick = (int)rng_below(r, (uint32_t)left);
-		free(scratch[pick]);
+		object_free(scratch[pick]);
 		scratch[pick] = scratch[left - 1];
 	}
 	return (uint64_t)count;
@@ -92,7 +149,7 @@ uint64_t working_set_turn(struct rng *r, void **slots, int count, int replace)
 {
 	for (int i = 0; i < replace; i++) {
 		int pick = (int)rng_below(r, (uint32_t)count);
-		free(slots[pick]);
+		object_free(slots[pick]);
 		slots[pick] = object_new(object_size(r));
 	}
 	return (uint64_t)replace;
@@ -101,7 +158,7 @@ uint64_t working_set_turn(struct rng *r, void **slots, int count, int replace)
 void working_set_free(void **slots, int count)
 {
 	for (int i = 0; i < count; i++) {
-		free(slots[i]);
+		object_free(slots[i]);
 		slots[i] = NULL;
 	}
 }

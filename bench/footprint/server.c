@@ -86,10 +86,11 @@ static void *consumer_main(void *arg)
 			pthread_cond_broadcast(&q->not_empty);
 		pthread_mutex_unlock(&q->lock);
 		for (int i = 0; i < n; i++) {
-			char *response = object_new(object_size(&r));
-			response[0] ^= ((char *)batch[i])[0];
-			free(response);
-			free(batch[i]);
+			size_t size = object_size(&r);
+			char *response = object_new(size);
+			response[size - 1] ^= ((char *)batch[i])[0];
+			object_free(response);
+			object_free(batch[i]);
 		}
 		c->ops += (uint64_t)n; /* responses; requests are counted by producers */
 		note_cpu();

@@ -32,7 +32,7 @@ static void *storm_main(void *arg)
 	void *slots[LIVE], *scratch[BURST];
 	note_cpu();
 	for (int i = 0; i < LEFT_BEHIND; i++) {
-		free(t->inherited[i]);
+		object_free(t->inherited[i]);
 		t->inherited[i] = NULL;
 	}
 	t->ops += working_set_fill(&r, slots, LIVE);
@@ -77,7 +77,7 @@ int workload_storm(const struct config *cfg, struct outcome *out)
 	}
 	double seconds = now_seconds() - start;
 	for (size_t i = 0; i < (size_t)per_wave * 2 * LEFT_BEHIND; i++)
-		free(objects[i]);
+		object_free(objects[i]);
 	free(objects);
 	free(wave);
 	outcome_wall(out, per_wave * waves, ops, seconds);

@@ -4,7 +4,8 @@
 
 Not a benchmark: it only asserts that every workload still runs and reports
 figures that are well-formed and mutually consistent (e.g. the RSS high-water mark
-is at least the final RSS).  Usage: smoke.py PATH/TO/footprint
+is at least the final RSS and at least the peak of live bytes, and no live bytes are
+left once the workload is over).  Usage: smoke.py PATH/TO/footprint
 """
 import json
 import os
@@ -12,8 +13,8 @@ import subprocess
 import sys
 
 REQUIRED_NUMBERS = ["threads", "ops", "seconds", "ops_per_sec", "vm_hwm_bytes",
-                    "vm_rss_final_bytes", "allowed_cpus", "possible_cpus", "online_cpus",
-                    "cpus_visited", "samples"]
+                    "vm_rss_final_bytes", "live_bytes_peak", "live_bytes_final",
+                    "allowed_cpus", "possible_cpus", "online_cpus", "cpus_visited", "samples"]
 
 
 def check(workload, footprint):
@@ -42,6 +43,13 @@ def check(workload, footprint):
         errors.append("no work measured")
     if doc["vm_hwm_bytes"] < doc["vm_rss_final_bytes"]:
         errors.append("VmHWM below the final VmRSS")
+    # Every page of every object is written, so the objects alive at once were all
+    # resident at once: their peak cannot exceed the RSS high-water mark.
+    if not 0 < doc["live_bytes_peak"] <= doc["vm_hwm_bytes"]:
+        errors.append(f"peak live bytes {doc['live_bytes_peak']} not in "
+                      f"(0, VmHWM {doc['vm_hwm_bytes']}]")
+    if doc["live_bytes_final"] != 0:
+        errors.append(f"{doc['live_bytes_final']} live bytes left after the workload")
     if not 1 <= doc["allowed_cpus"] <= doc["online_cpus"] <= doc["possible_cpus"]:
         errors.append("CPU counts inconsistent")
     if not 1 <= doc["cpus_visited"] <= doc["possible_cpus"]:
