@@ -5,11 +5,11 @@ import shutil
 import subprocess
 import sys
 
-# Debian packages: build tools, Google Benchmark, hwloc, the peer allocators, and the
-# guest harness (qemu, busybox, cpio) for the VM runs.
+# Debian packages: build tools, Google Benchmark, hwloc, the peer allocators, matplotlib
+# for the plots, and the guest harness (qemu, busybox, cpio) for the VM runs.
 PACKAGES = ["meson", "ninja-build", "pkg-config", "gcc", "g++", "python3",
             "libbenchmark-dev", "libhwloc-dev", "libjemalloc-dev", "libmimalloc-dev",
-            "libgoogle-perftools-dev", "util-linux"]
+            "libgoogle-perftools-dev", "util-linux", "python3-matplotlib"]
 VM_PACKAGES = ["qemu-system-x86", "busybox-static", "cpio"]
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))

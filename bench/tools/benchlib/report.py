@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: MIT
 """From run records to figures: medians per configuration, Markdown tables with ratio
-columns against the baseline (jemalloc), the targets of the footprint comparison, and
-the SVG plots.  Nothing here knows a number in advance: every verdict is computed."""
-import os
+columns against the baseline (jemalloc), the overhead over live data (overhead.py),
+the targets of the footprint comparison, and the plots (charts.py).  Nothing here
+knows a number in advance: every verdict is computed."""
 import statistics
 
-from . import svg
+from . import charts, overhead
 
 BASELINE = "jemalloc"
 VCMALLOC = "vcmalloc-vcpu"
@@ -46,6 +46,10 @@ def summarize(records):
             "ops_per_sec": _median([f["ops_per_sec"] for f in fps]),
             "peak_rss": _median([f["vm_hwm_bytes"] for f in fps]),
             "final_rss": _median([f["vm_rss_final_bytes"] for f in fps]),
+            # Results of programs older than the live-byte count have none: None.
+            "peak_live": _median([f.get("live_bytes_peak") for f in fps]),
+            "live_final": _median([f.get("live_bytes_final") for f in fps]),
+            "start_rss": _median([f.get("vm_rss_start_bytes") for f in fps]),
             "cache_peak": _median([cache_peak(r) for r in ok]),
             "caches_populated_peak": _median([v.get("vcpu_caches_populated_peak") for v in vcs]),
             "allowed_cpus": _median([f["allowed_cpus"] for f in fps]),
@@ -53,6 +57,7 @@ def summarize(records):
             "threads": _median([f["threads"] for f in fps]),
             "cpus": next((r.get("placement_cpus") for r in ok if r.get("placement_cpus")), None),
         }
+    overhead.add_overhead(out, PEERS)
     return out
 
 
@@ -260,42 +265,107 @@ def targets_markdown(rows):
     return "\n".join(lines)
 
 
+def _node_panels(machines):
+    """Machines grouped by NUMA node count (the host with its own), in order."""
+    groups = {}
+    for m, meta in machines.items():
+        if meta.get("vcpus"):
+            groups.setdefault(meta.get("nodes") or 1, []).append(m)
+    return sorted(groups.items())
+
+
+def _against_cpus(summary, machines, group, w, p, allocators, keys):
+    """{allocator: {key: [(cpus, MiB)]}} over the machines of one panel."""
+    series = {}
+    for a in allocators:
+        for m in group:
+            s = summary.get((m, w, p, a))
+            if not s:
+                continue
+            for key in keys:
+                if s.get(key) is not None:
+                    series.setdefault(a, {}).setdefault(key, []).append(
+                        (machines[m]["vcpus"], s[key] / MIB))
+    return series
+
+
+def _live_line(summary, machines, group, w, p, allocators):
+    pts = []
+    for m in group:
+        limit = overhead.live_limit(summary, m, w, p,
+                                    [a for a in allocators if (m, w, p, a) in summary])
+        if limit:
+            pts.append((machines[m]["vcpus"], limit["peak_live"] / MIB))
+    return pts
+
+
 def plots(summary, machines, allocators, out_dir):
-    """RSS and cache bytes against the machine's CPU count, per workload; and per machine,
-    peak RSS of every workload as grouped bars.  Returns the files written."""
+    """Figures against the machine's CPU count, one panel per NUMA node count: peak RSS
+    with the live-data limit and the overhead above it; final RSS; allocator cache
+    bytes.  Per machine: peak RSS (live data marked) and overhead of every workload as
+    grouped bars.  Returns [(title, [files])]; [] without matplotlib (charts.reason()
+    says why)."""
+    if charts.load() is None:
+        return []
     written = []
-    os.makedirs(out_dir, exist_ok=True)
-    workloads = sorted({w for (_m, w, _p, _a) in summary})
-    for w in workloads:
-        placements = sorted({p for (_m, ww, p, _a) in summary if ww == w})
-        for p in placements:
-            for key, title, unit in (("peak_rss", "peak RSS", "MiB"),
-                                     ("cache_peak", "peak allocator cache bytes", "MiB"),
-                                     ("final_rss", "final RSS", "MiB")):
-                series = {}
-                for a in allocators:
-                    pts = []
-                    for m, meta in machines.items():
-                        s = summary.get((m, w, p, a))
-                        if s and s.get(key) is not None and meta.get("vcpus"):
-                            pts.append((meta["vcpus"], s[key] / MIB))
-                    if pts:
-                        series[a] = pts
-                if not series:
-                    continue
-                name = f"{key}-{w}-{p}.svg"
-                if svg.line_chart(os.path.join(out_dir, name),
-                                  f"{title}: {w} ({p})", "CPUs of the machine (log scale)",
-                                  unit, series):
-                    written.append(name)
+    colours = charts.palette(allocators)
+    panels_by_nodes = _node_panels(machines)
+    cpu_axis = "CPUs of the machine"
+
+    def node_title(nodes, group):
+        return f"{nodes} NUMA node{'s' if nodes != 1 else ''} ({', '.join(group)})"
+
+    for w, p in sorted({(w, p) for (_m, w, p, _a) in summary}):
+        panels = []
+        for nodes, group in panels_by_nodes:
+            series = _against_cpus(summary, machines, group, w, p, allocators,
+                                   ("peak_rss", "overhead"))
+            if not series:
+                continue  # this workload/placement did not run on these machines
+            panels.append((node_title(nodes, group), series,
+                           {"peak_rss": _live_line(summary, machines, group, w, p,
+                                                   allocators),
+                            "overhead": 0}))
+        title = (f"{w} ({p}): peak RSS, and overhead ≈ peak RSS − peak live bytes, "
+                 "per NUMA node count")
+        files = charts.line_panels(out_dir, f"footprint-{w}-{p}", title,
+                                   [("peak RSS, MiB", "peak_rss"),
+                                    ("overhead ≈, MiB", "overhead")],
+                                   panels, cpu_axis, colours)
+        if files:
+            written.append((title, files))
+        for key, what in (("final_rss", "final RSS"),
+                          ("cache_peak", "peak allocator cache bytes")):
+            panels = [(node_title(nodes, group), series,
+                       {"final_rss": 0} if key == "final_rss" else {})
+                      for nodes, group in panels_by_nodes
+                      for series in [_against_cpus(summary, machines, group, w, p,
+                                                   allocators, (key,))] if series]
+            title = f"{w} ({p}): {what}"
+            files = charts.line_panels(out_dir, f"{key}-{w}-{p}", title,
+                                       [(f"{what}, MiB", key)], panels, cpu_axis, colours)
+            if files:
+                written.append((title, files))
     for m in machines:
-        configs = [(w, p) for (w, p) in configurations(summary, m)]
-        groups = [f"{w}/{p}" for w, p in configs]
-        series = {a: [(summary.get((m, w, p, a)) or {}).get("peak_rss") and
-                      summary[(m, w, p, a)]["peak_rss"] / MIB for w, p in configs]
-                  for a in allocators if any((m, w, p, a) in summary for w, p in configs)}
-        name = f"peak_rss-by-workload-{m}.svg"
-        if svg.bar_chart(os.path.join(out_dir, name), f"peak RSS on {m}", "MiB", groups,
-                         series):
-            written.append(name)
+        configs = configurations(summary, m)
+        present = [a for a in allocators if any((m, w, p, a) in summary for w, p in configs)]
+        if not configs or not present:
+            continue
+
+        def column(key, a):
+            return [None if (summary.get((m, w, p, a)) or {}).get(key) is None
+                    else summary[(m, w, p, a)][key] / MIB for w, p in configs]
+
+        live = []
+        for w, p in configs:
+            limit = overhead.live_limit(summary, m, w, p, present)
+            live.append(limit["peak_live"] / MIB if limit else None)
+        title = f"{m}: peak RSS (live data marked) and overhead per workload"
+        files = charts.grouped_bars(
+            out_dir, f"by-workload-{m}", title, [f"{w}/{p}" for w, p in configs],
+            [("peak RSS, MiB", {a: column("peak_rss", a) for a in present}, live),
+             ("overhead ≈, MiB", {a: column("overhead", a) for a in present}, None)],
+            colours=colours)
+        if files:
+            written.append((title, files))
     return written

@@ -1,14 +1,18 @@
 # SPDX-License-Identifier: MIT
-"""Medians, ratios and the Markdown report of bench/run-speed.
+"""Medians, ratios, the Markdown report and the chart of bench/run-speed.
 
 Per workload and allocator: the median of the successful runs' seconds, min and max.
 vcmalloc's ratio is its median over the fastest peer's (every allocator not of the
 vcmalloc family): above 1, vcmalloc is slower.  Two geometric means summarise:
 vcmalloc / fastest peer over the workloads, and for every allocator its time over
 the fastest allocator's (vcmalloc included), over the workloads every allocator ran.
+The chart draws every allocator's median over the fastest peer's, per workload and
+as a geometric mean over the workloads every allocator completed.
 """
 import math
 import statistics
+
+from . import charts
 
 
 def summarize(records, workloads, allocators, key="seconds"):
@@ -55,6 +59,35 @@ def ratios(summary, workloads, vcmallocs, peers):
             if best and mine is not None:
                 out[v][w] = (mine / best, who)
     return out
+
+
+def ratios_to_fastest_peer(summary, workloads, allocators, peers):
+    """({allocator: {workload: median / fastest peer median}}, {allocator: geometric
+    mean over `common`}, common): common is the workloads where every allocator and
+    some peer have a median.  A peer's own ratio is 1 where it is the fastest."""
+    per = {a: {} for a in allocators}
+    for w in workloads:
+        best, _who = fastest_peer(summary, w, peers)
+        for a in allocators:
+            mine = summary[(w, a)]["median"]
+            if best and mine is not None:
+                per[a][w] = mine / best
+    common = [w for w in workloads if all(w in per[a] for a in allocators)]
+    means = {a: geomean([per[a][w] for w in common]) for a in allocators}
+    return per, means, common
+
+
+def plot_ratios(summary, workloads, allocators, peers, out_dir, stem, what):
+    """Bars of each allocator's median over the fastest peer's per workload, and their
+    geometric mean; a dashed line at 1.  Returns the files written ([] without
+    matplotlib: charts.reason() says why)."""
+    per, means, common = ratios_to_fastest_peer(summary, workloads, allocators, peers)
+    groups = list(workloads) + [f"geo. mean ({len(common)})"]
+    series = {a: [per[a].get(w) for w in workloads] + [means[a]] for a in allocators}
+    return charts.grouped_bars(out_dir, stem, f"{what} over the fastest peer's "
+                               "(below 1: faster than every peer)", groups,
+                               [(f"{what} / fastest peer", series, None)], reference=1.0,
+                               colours=charts.palette(allocators))
 
 
 def relative_to_fastest(summary, workloads, allocators):
@@ -141,8 +174,21 @@ def _comparison(summary, workloads, allocators, vcmallocs, peers, repeat, what="
     return md
 
 
-def markdown(summary, cpu_summary, workloads, allocators, families, meta, instructions=None):
-    """The report: wall time first (what the comparison is about), then CPU time."""
+def _chart(files, what):
+    if not files:
+        return []
+    return [f"Each allocator's {what} over the fastest peer's, per workload and as the "
+            "geometric mean over the workloads every allocator completed:", "",
+            charts.markdown_images([f"plots/{f}" for f in files],
+                                   f"{what} over the fastest peer"), ""]
+
+
+def markdown(summary, cpu_summary, workloads, allocators, families, meta, instructions=None,
+             plots=None):
+    """The report: wall time first (what the comparison is about), then CPU time.
+    plots: {"time": files, "cpu": files} of the charts (paths under plots/), or None
+    (meta["no_plots"] then says why, if it is set)."""
+    plots = plots or {}
     vcmallocs = [a for a in allocators if families[a] == "vcmalloc"]
     peers = [a for a in allocators if families[a] != "vcmalloc"]
     md = ["# vcmalloc speed next to its peers", "",
@@ -165,6 +211,9 @@ def markdown(summary, cpu_summary, workloads, allocators, families, meta, instru
     if meta.get("missing"):
         md += [f"Not measured (library missing): {', '.join(meta['missing'])}.", ""]
     md += _comparison(summary, workloads, allocators, vcmallocs, peers, meta["repeat"])
+    md += _chart(plots.get("time"), "time")
+    if meta.get("no_plots"):
+        md += [f"No plots: {meta['no_plots']}.", ""]
     failures = [(k, s) for k, s in summary.items() if s["errors"]]
     if failures:
         md += ["Failures and skips:", ""]
@@ -178,6 +227,7 @@ def markdown(summary, cpu_summary, workloads, allocators, families, meta, instru
            ""]
     md += _comparison(cpu_summary, workloads, allocators, vcmallocs, peers, meta["repeat"],
                       "CPU time")
+    md += _chart(plots.get("cpu"), "CPU time")
     if instructions:
         md += instructions_markdown(instructions, allocators)
     md.append(f"Total run time: {meta['total_seconds']:.0f} s.")
