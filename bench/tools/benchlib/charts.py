@@ -80,6 +80,15 @@ def wants_log(values):
     return max(positive) / min(positive) > LOG_SPAN
 
 
+def _log_y(ax):
+    """A log y axis labelled at 1, 2 and 5 times the powers of ten, in plain numbers."""
+    from matplotlib import ticker
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+
+
 def save(fig, out_dir, stem):
     """Writes stem.png and stem.svg; returns their names."""
     pyplot = load()
@@ -140,8 +149,10 @@ def line_panels(out_dir, stem, title, rows, panels, xlabel, colours=None):
             limit = limits.get(key)
             if isinstance(limit, list) and limit:
                 limit = sorted(limit)
+                # a wide dash at each point: visible also where there is only one
                 ax.plot([x for x, _ in limit], [y for _, y in limit], linestyle="--",
-                        color="black", label="live data (limit)")
+                        marker="_", markersize=22, markeredgewidth=2, color="black",
+                        label="live data (limit)")
                 values += [y for _, y in limit]
                 limit = None
             log_y = wants_log(values)
@@ -162,7 +173,7 @@ def line_panels(out_dir, stem, title, rows, panels, xlabel, colours=None):
                 ax.set_xticklabels([f"{x:g}" for x in sorted(xs)])
                 ax.minorticks_off()
             if log_y:
-                ax.set_yscale("log")
+                _log_y(ax)
             elif values and min(values) >= 0:
                 ax.set_ylim(bottom=0)
             if limit_drawn and not log_y:
@@ -234,7 +245,7 @@ def grouped_bars(out_dir, stem, title, groups, rows, reference=None, colours=Non
             values.append(reference)
         log_y = wants_log(values)
         if log_y:
-            ax.set_yscale("log")
+            _log_y(ax)
         ax.set_ylabel(ylabel + (" (log)" if log_y else ""))
         ax.set_xticks(range(len(groups)))
         ax.set_xticklabels(groups, rotation=35 if len(groups) > 6 else 0,
