@@ -5,7 +5,7 @@
  * figure: throughput, peak and final RSS, allocator cache bytes, CPUs allowed/visited.
  *
  *   footprint --workload few|many|roam|storm|server|churn|larson
- *             [--threads N] [--scale F] [--seed N] [--sample-ms N]
+ *             [--threads N] [--scale F] [--seed N] [--sample-ms N] [--idle-ms N]
  *
  * Peak RSS is VmHWM of /proc/self/status when the workload is over (the kernel's own
  * high-water mark); final RSS is VmRSS after every workload thread has exited and freed
@@ -14,12 +14,15 @@
  * allocator could have had, so peak RSS minus peak live bytes approximates what the
  * allocator costs above the data (plus the process's own RSS at start, reported as
  * vm_rss_start_bytes).  A sampler thread also polls VmRSS and the allocator's cache
- * bytes.
+ * bytes.  With --idle-ms N the program then sleeps N ms without any allocator call
+ * and reports VmRSS again (vm_rss_idle_bytes): what an allocator gives back, unasked,
+ * to a process that went quiet.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "footprint.h"
 
@@ -35,7 +38,7 @@ static const struct {
 static void usage(FILE *to)
 {
 	fprintf(to, "usage: footprint --workload NAME [--threads N] [--scale F] [--seed N] "
-		    "[--sample-ms N]\nworkloads:");
+		    "[--sample-ms N] [--idle-ms N]\nworkloads:");
 	for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++)
 		fprintf(to, " %s", workloads[i].name);
 	fprintf(to, "\n");
@@ -52,17 +55,19 @@ static void json_number_or_null(const char *key, int64_t value, int last)
 int main(int argc, char **argv)
 {
 	struct config cfg = {.scale = 1.0, .seed = 1, .sample_ms = 10};
+	int idle_ms = 0;
 	static const struct option options[] = {
 	    {"workload", required_argument, NULL, 'w'},
 	    {"threads", required_argument, NULL, 't'},
 	    {"scale", required_argument, NULL, 's'},
 	    {"seed", required_argument, NULL, 'r'},
 	    {"sample-ms", required_argument, NULL, 'm'},
+	    {"idle-ms", required_argument, NULL, 'i'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	int opt;
-	while ((opt = getopt_long(argc, argv, "w:t:s:r:m:h", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "w:t:s:r:m:i:h", options, NULL)) != -1) {
 		switch (opt) {
 		case 'w':
 			cfg.workload = optarg;
@@ -79,6 +84,9 @@ int main(int argc, char **argv)
 		case 'm':
 			cfg.sample_ms = atoi(optarg);
 			break;
+		case 'i':
+			idle_ms = atoi(optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -91,7 +99,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; cfg.workload && i < sizeof(workloads) / sizeof(workloads[0]); i++)
 		if (strcmp(cfg.workload, workloads[i].name) == 0)
 			run = workloads[i].run;
-	if (!run || cfg.threads < 0 || cfg.scale <= 0) {
+	if (!run || cfg.threads < 0 || cfg.scale <= 0 || idle_ms < 0) {
 		usage(stderr);
 		return 1;
 	}
@@ -119,6 +127,14 @@ int main(int argc, char **argv)
 	int64_t rss_final = status_bytes("VmRSS");
 	const char *source = cache_bytes_source();
 	int64_t cache_final = source ? cache_bytes_now() : -1;
+	int64_t rss_idle = -1;
+	if (idle_ms > 0) {
+		/* Nothing here calls the allocator: status_bytes reads with read(2). */
+		struct timespec ts = {idle_ms / 1000, (long)(idle_ms % 1000) * 1000000L};
+		while (nanosleep(&ts, &ts) != 0)
+			;
+		rss_idle = status_bytes("VmRSS");
+	}
 
 	printf("{\n");
 	printf("  \"benchmark\": \"footprint\",\n");
@@ -134,6 +150,8 @@ int main(int argc, char **argv)
 	json_number_or_null("vm_rss_start_bytes", rss_start, 0);
 	json_number_or_null("vm_hwm_bytes", hwm, 0);
 	json_number_or_null("vm_rss_final_bytes", rss_final, 0);
+	json_number_or_null("vm_rss_idle_bytes", rss_idle, 0);
+	printf("  \"idle_ms\": %d,\n", idle_ms);
 	json_number_or_null("live_bytes_peak", live_bytes_peak(), 0);
 	json_number_or_null("live_bytes_final", live_final, 0);
 	json_number_or_null("rss_peak_sampled_bytes", sampler.rss_peak, 0);
