@@ -48,6 +48,12 @@ static VC_NOINLINE void *malloc_small_slow(unsigned c)
 	return finish_small(p);
 }
 
+/* Bytes of the LARGE span that holds n bytes: whole span pages. */
+static inline size_t span_bytes_for(size_t n)
+{
+	return ((n + VC_PAGE_SIZE - 1) >> VC_PAGE_SHIFT) << VC_PAGE_SHIFT;
+}
+
 static void *malloc_large(size_t n)
 {
 	vc_ensure_init();
@@ -440,4 +446,65 @@ static void *realloc_move(void *p, size_t old, size_t n)
 	memcpy(q, p, old < n ? old : n);
 	vc_free(p);
 	return q;
+}
+
+size_t vc_usable_for(size_t n, size_t align)
+{
+	if (n > PTRDIFF_MAX)
+		return 0;
+	vc_ensure_init(); /* the class sizes are filled in at start-up */
+	if (align <= 16) {
+		if (n <= VC_SMALL_MAX)
+			return vc_classes[n <= 1024 ? vc_small_class[(n + 15) >> 4] : vc_class_of(n)]
+			    .size;
+		if (n <= VC_LARGE_MAX)
+			return span_bytes_for(n);
+	} else {
+		unsigned c = vc_class_for_aligned(n, align);
+		if (c)
+			return vc_classes[c].size;
+		if (align <= VC_PAGE_SIZE && n <= VC_LARGE_MAX)
+			return span_bytes_for(n < VC_SMALL_MAX + 1 ? VC_SMALL_MAX + 1 : n);
+	}
+	/* A huge block: its object starts a whole number of pages into the mapping,
+	 * which ends on a page. */
+	size_t rounded = vc_page_round(n);
+	return rounded < n ? 0 : rounded;
+}
+
+size_t vc_grow_in_place(void *p, size_t n, size_t most)
+{
+	if (VC_UNLIKELY(vc_g.registry == NULL))
+		vc_report("invalid pointer (resize before any allocation)", "xallocx", p);
+	if (most < n)
+		most = n;
+	struct vc_span *sp = NULL;
+	struct vc_huge_header *h = NULL;
+	switch (classify(p, "xallocx", &sp, &h)) {
+	case VC_KIND_SMALL:
+		if (((const uint64_t *)p)[1] == vc_tag(p, sp))
+			vc_report("use of a freed pointer", "xallocx", p);
+		return vc_classes[sp->sizeclass].size;
+	case VC_KIND_LARGE: {
+		size_t old = sp->large_size;
+		if (n <= old || n > VC_LARGE_MAX)
+			return old;
+		size_t top = most < VC_LARGE_MAX ? most : VC_LARGE_MAX;
+		if (vc_pageheap_extend(sp, span_bytes_for(top) >> VC_PAGE_SHIFT) ||
+		    vc_pageheap_extend(sp, span_bytes_for(n) >> VC_PAGE_SHIFT)) {
+			size_t grown = ((size_t)sp->npages << VC_PAGE_SHIFT) - old;
+			sp->large_size += grown;
+			__atomic_fetch_add(&vc_stat_large_bytes, grown, __ATOMIC_RELAXED);
+		}
+		return sp->large_size;
+	}
+	case VC_KIND_HUGE:
+		if (n > h->size && n <= PTRDIFF_MAX) {
+			size_t top = most <= PTRDIFF_MAX ? most : n;
+			if (vc_huge_realloc(h, top) == NULL && top > n)
+				vc_huge_realloc(h, n);
+		}
+		return h->size;
+	}
+	return 0;
 }

@@ -264,6 +264,8 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node) VC_HIDDEN;
 int vc_cache_reclaim(bool force) VC_HIDDEN;
 /* The reclaim tick, when half a reclaim period has passed (maintenance.c). */
 void vc_cache_tick(void) VC_HIDDEN;
+/* Drain the cache of the vCPU id this thread runs as now; 1 if it was drained. */
+int vc_cache_drain_current(void) VC_HIDDEN;
 void vc_cache_lock_all(void) VC_HIDDEN;
 void vc_cache_unlock_all(bool child) VC_HIDDEN;
 /* Statistics of the per-vCPU layer. */
@@ -283,10 +285,39 @@ void *vc_realloc(void *p, size_t n) VC_HIDDEN;
 void *vc_memalign(size_t align, size_t n) VC_HIDDEN;
 size_t vc_usable_size(const void *p) VC_HIDDEN;
 void vc_free_sized(void *p, size_t n, size_t align) VC_HIDDEN;
+/* Usable size of the block vc_memalign(align, n) returns (vc_malloc(n) for align
+ * <= 16), without allocating; 0 when that fails for its size. For a huge block it
+ * is the size of a freshly mapped one, the least it can be: a block served from a
+ * cached mapping may be larger (huge.c). */
+size_t vc_usable_for(size_t n, size_t align) VC_HIDDEN;
+/* Grow the block p where it is to hold at least n bytes, to `most` if it can (a
+ * large block over the free pages after it, a huge one over the address space or
+ * cached mapping after it; a small block keeps its class). Never moves, never
+ * shrinks. Returns the usable size after. p is checked like free's argument. */
+size_t vc_grow_in_place(void *p, size_t n, size_t most) VC_HIDDEN;
 
 /* ---- stats.c ---- */
 extern uint64_t vc_stat_large_bytes VC_HIDDEN; /* bytes in live LARGE spans */
 void vc_stats_at_exit(void) VC_HIDDEN;
+/* The figures the compatibility interfaces (compat_*.c) report, beyond struct
+ * vcmalloc_stats: one snapshot like vcmalloc_stats(), no allocation. */
+struct vc_stats_detail {
+	struct vcmalloc_stats st;
+	uint64_t segment_bytes;        /* address space of segments, all nodes */
+	uint64_t header_bytes;         /* of which: segment headers and guard pages */
+	uint64_t free_page_bytes;      /* FREE span pages still resident */
+	uint64_t released_bytes;       /* FREE span pages given back to the OS (mapped) */
+	uint64_t central_free_bytes;   /* free objects of the central lists (in spans) */
+	uint64_t central_free_objects;
+	uint64_t large_bytes;          /* live LARGE spans */
+	uint64_t huge_bytes;           /* mappings of live huge blocks */
+	uint64_t huge_count;           /* live huge blocks */
+	uint64_t huge_cached_bytes;    /* cached mappings of freed huge blocks */
+	uint64_t active_bytes;         /* pages of spans in use plus live huge mappings */
+	uint64_t metadata_bytes;       /* segment headers plus the per-vCPU layer's own
+					  pages (headers, slot arrays) */
+};
+void vc_stats_detail(struct vc_stats_detail *d) VC_HIDDEN;
 
 /* ---- check.c: misuse reports and asserts (never allocate) ---- */
 __attribute__((noreturn)) void vc_report(const char *what, const char *func,

@@ -66,6 +66,39 @@ static void fill(struct vcmalloc_stats *st)
 			      __atomic_load_n(&vc_stat_large_bytes, __ATOMIC_RELAXED) + huge;
 }
 
+void vc_stats_detail(struct vc_stats_detail *d)
+{
+	vc_ensure_init();
+	fill(&d->st);
+	d->segment_bytes = d->header_bytes = d->free_page_bytes = d->released_bytes = 0;
+	d->central_free_bytes = d->central_free_objects = 0;
+	for (unsigned n = 0; n < vc_g.nnodes && n < VCMALLOC_MAX_NODES; n++) {
+		struct vc_pageheap *ph = &vc_pageheaps[n];
+		vc_lock(&ph->lock);
+		uint64_t m = ph->mapped_bytes, fr = ph->free_bytes, rel = ph->released_bytes;
+		vc_unlock(&ph->lock);
+		d->segment_bytes += m;
+		d->header_bytes += m / VC_UNIT_SIZE * (VC_SEGMENT_HEADER_PAGES * VC_PAGE_SIZE);
+		d->free_page_bytes += fr > rel ? fr - rel : 0;
+		d->released_bytes += rel;
+		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+			uint64_t k = __atomic_load_n(&vc_central_of(n, c)->free_objects,
+						     __ATOMIC_RELAXED);
+			d->central_free_objects += k;
+			d->central_free_bytes += k * vc_classes[c].size;
+		}
+	}
+	d->large_bytes = __atomic_load_n(&vc_stat_large_bytes, __ATOMIC_RELAXED);
+	d->huge_bytes = __atomic_load_n(&vc_huge_mapped_bytes, __ATOMIC_RELAXED);
+	d->huge_count = __atomic_load_n(&vc_huge_count, __ATOMIC_RELAXED);
+	d->huge_cached_bytes = __atomic_load_n(&vc_huge_cached_bytes, __ATOMIC_RELAXED);
+	uint64_t in_spans = d->segment_bytes - d->released_bytes - d->free_page_bytes;
+	d->active_bytes = (in_spans > d->header_bytes ? in_spans - d->header_bytes : 0) +
+			  d->huge_bytes;
+	d->metadata_bytes = d->header_bytes + d->st.vcpu_cache_bytes -
+			    d->st.vcpu_cache_object_bytes;
+}
+
 int vcmalloc_stats(struct vcmalloc_stats *out)
 {
 	vc_ensure_init();

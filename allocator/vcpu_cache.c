@@ -785,6 +785,26 @@ int vc_cache_reclaim(bool force)
 	return drained;
 }
 
+int vc_cache_drain_current(void)
+{
+	vc_ensure_init();
+	uint32_t idx;
+	if (vc_g.mode == VCMALLOC_INDEX_FALLBACK) {
+		idx = fallback_shard();
+	} else {
+		struct vc_rseq_abi *rs = vc_rseq_area();
+		idx = rs ? vc_rseq_read_index(rs, vc_g.rseq_index) : UINT32_MAX;
+	}
+	if (idx >= vc_g.nvcpus)
+		return 0; /* no id in this thread: it uses the central lists directly */
+	/* The thread may run as another id by now: that id's cache is drained like
+	 * any other's, safely against its critical sections (drain_group). */
+	vc_lock(&reclaim_lock);
+	int drained = drain_group(&idx, 1);
+	vc_unlock(&reclaim_lock);
+	return drained;
+}
+
 /* Half a reclaim period has passed since the last scan began. */
 static bool tick_due(uint64_t now)
 {
