@@ -3,7 +3,9 @@
  *   os_linux.c -> segment.c (registry, segments, huge blocks) -> pageheap.c (spans)
  *   -> central.c (transfer arrays, span free lists) -> vcpu_cache.c (per-vCPU caches,
  *   reclaim) -> alloc.c (malloc family) -> override.c / override_new.cc (symbols).
- *   init.c, options.c, stats.c and check.c serve all layers.
+ *   init.c, options.c, stats.c and check.c serve all layers; compat_*.c export
+ *   jemalloc's, tcmalloc's and glibc's non-standard entry points over alloc.c and
+ *   stats.c.
  */
 #ifndef VC_INTERNAL_H
 #define VC_INTERNAL_H
@@ -318,6 +320,33 @@ struct vc_stats_detail {
 					  pages (headers, slot arrays) */
 };
 void vc_stats_detail(struct vc_stats_detail *d) VC_HIDDEN;
+
+/* ---- compat_text.c: text of the compatibility reports, without allocating ---- */
+struct vc_text {
+	void (*sink)(void *arg, const char *s, size_t n); /* s is NUL-terminated */
+	void *arg;
+	size_t n;
+	char buf[1024];
+};
+void vc_text_to_fd(struct vc_text *t, int fd) VC_HIDDEN; /* sink: write(2) to fd */
+void vc_text_put(struct vc_text *t, const char *s) VC_HIDDEN;
+void vc_text_u64(struct vc_text *t, uint64_t v) VC_HIDDEN;
+void vc_text_u64_width(struct vc_text *t, uint64_t v, unsigned width) VC_HIDDEN;
+void vc_text_flush(struct vc_text *t) VC_HIDDEN;
+
+/* ---- compat_mallctl.c: jemalloc's statistics names on vcmalloc's figures ---- */
+struct vc_jemalloc_figures {
+	uint64_t allocated; /* bytes in live blocks */
+	uint64_t active;    /* pages of spans in use and of live huge blocks */
+	uint64_t metadata;  /* segment headers and the per-vCPU layer's own pages */
+	uint64_t resident;  /* everything vcmalloc holds resident (an upper bound) */
+	uint64_t mapped;    /* mapped and not given back to the OS */
+	uint64_t retained;  /* mapped but given back to the OS (MADV_DONTNEED) */
+};
+void vc_jemalloc_figures_of(const struct vc_stats_detail *d,
+			    struct vc_jemalloc_figures *f) VC_HIDDEN;
+extern const char vc_jemalloc_version[] VC_HIDDEN; /* what mallctl "version" reads */
+size_t nallocx(size_t size, int flags); /* compat_jemalloc.c, exported */
 
 /* ---- check.c: misuse reports and asserts (never allocate) ---- */
 __attribute__((noreturn)) void vc_report(const char *what, const char *func,
