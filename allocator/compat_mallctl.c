@@ -17,9 +17,11 @@
  * arena.<i>.purge releases free memory (the central lists' wholly free spans, the
  * page heaps' free pages, the cached huge mappings; for every arena also the
  * objects of the vCPU caches); <i> may also be narenas or 4096
- * (MALLCTL_ARENAS_ALL), both meaning every arena. vcmalloc has no background
- * thread (free pages decay on allocation slow paths): "background_thread" is
- * unknown, as in a jemalloc built without them.
+ * (MALLCTL_ARENAS_ALL), both meaning every arena. "background_thread" reads
+ * whether vcmalloc's maintenance thread is on (maintenance.c: VCMALLOC_BACKGROUND,
+ * and a reclaim or decay period to run); the option decides it, so writing the
+ * value it has succeeds and writing the other fails with EFAULT, jemalloc's
+ * answer when it cannot start or stop its background threads.
  *
  * A MIB (mallctlnametomib) holds per component either the number itself or, for
  * a name, the index of the first table entry having that name at that position;
@@ -314,9 +316,26 @@ static int ctl_opt_tcache_max(struct io *io)
 	return ro_size(io, VC_SMALL_MAX);
 }
 
+static bool maintenance_thread_on(void)
+{
+	return vc_g.opt.background && (vc_g.opt.reclaim_ms != 0 || vc_g.opt.decay_ms != 0);
+}
+
 static int ctl_opt_background_thread(struct io *io)
 {
-	return ro_bool(io, false);
+	return ro_bool(io, maintenance_thread_on());
+}
+
+static int ctl_background_thread(struct io *io)
+{
+	bool on = maintenance_thread_on();
+	if (io->newp) {
+		if (io->newlen != sizeof(bool))
+			return EINVAL;
+		if (*(const bool *)io->newp != on)
+			return EFAULT;
+	}
+	return put(io, &on, sizeof on);
 }
 
 static int ctl_config_debug(struct io *io)
@@ -347,6 +366,7 @@ struct ctl {
 static const struct ctl ctls[] = {
 	{"version", ctl_version},
 	{"epoch", ctl_epoch},
+	{"background_thread", ctl_background_thread},
 	{"stats.allocated", ctl_stats_allocated},
 	{"stats.active", ctl_stats_active},
 	{"stats.metadata", ctl_stats_metadata},

@@ -15,6 +15,8 @@
  *     and large blocks lower stats.resident by most of it; arena.0.decay and
  *     thread.tcache.flush run;
  *   - opt.dirty_decay_ms is VCMALLOC_DECAY_MS; opt.narenas == arenas.narenas;
+ *     background_thread reads true (the maintenance thread is on by default) and
+ *     refuses to be turned off with EFAULT;
  *   - mallctlnametomib / mallctlbymib reach the same values, with a MIB whose
  *     arena component is changed in place. */
 #include <errno.h>
@@ -55,7 +57,7 @@ static void check_errors(void)
 	static const char *const unknown[] = {"nosuch", "stats", "stats.nosuch",
 					      "arena.0", "arena.0.nosuch", "arena.x.purge",
 					      "", "stats..allocated", "arena.99999999999999999999.purge",
-					      "background_thread", "prof.active"};
+					      "background_thread.x", "prof.active"};
 	for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
 		VCT_CHECK(mallctl(unknown[i], &v, &len, NULL, 0) == ENOENT, "ENOENT for '%s'",
 			  unknown[i]);
@@ -129,6 +131,16 @@ static void check_names(void)
 	const char *conf = NULL;
 	len = sizeof conf;
 	VCT_CHECK(mallctl("config.malloc_conf", &conf, &len, NULL, 0) == 0 && conf, "conf");
+	/* The maintenance thread is on (VCMALLOC_BACKGROUND unset, decay 1234 ms):
+	 * writing true is accepted, false cannot be done. */
+	bool bg = false, want = true;
+	len = sizeof bg;
+	VCT_CHECK(mallctl("background_thread", &bg, &len, &want, sizeof want) == 0 && bg,
+		  "background_thread");
+	want = false;
+	VCT_CHECK(mallctl("background_thread", NULL, NULL, &want, sizeof want) == EFAULT,
+		  "background_thread cannot be turned off at run time");
+	VCT_CHECK(mallctl("opt.background_thread", &bg, &len, NULL, 0) == 0 && bg, "opt");
 	VCT_CHECK(mallctl("thread.tcache.flush", NULL, NULL, NULL, 0) == 0, "tcache flush");
 	VCT_CHECK(mallctl("arena.0.decay", NULL, NULL, NULL, 0) == 0, "decay arena 0");
 }
