@@ -1,0 +1,265 @@
+/* tests/unit/pageheap_unit.c - the page heap (allocator/pageheap.c, segment.c) alone,
+ * against the fake OS layer (fake_os.c): no malloc replacement, no threads, no rseq,
+ * a clock the test moves. Each case states the rule it checks.
+ *
+ *   tiling     spans tile a segment's usable pages; freed neighbours merge; a fully
+ *              free heap is one FREE span per segment;
+ *   decay      a freed span's pages go back to the OS exactly when it has been idle
+ *              for the decay time, not before, and a forced decay releases at once;
+ *   extend     a LARGE span grows over the FREE pages after it, not over a used span;
+ *   lending    on a 2-node heap, a node about to fault in fresh pages first releases
+ *              the same amount of the other node's free pages idle for decay/32, and
+ *              leaves younger ones resident; on one node nothing of the kind happens.
+ */
+#include "fake_os.h"
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vc_global vc_g;
+
+void vc_assert_fail(const char *expr, const char *file, int line)
+{
+	fprintf(stderr, "allocator assertion failed: %s (%s:%d)\n", expr, file, line);
+	abort();
+}
+
+void vc_report(const char *what, const char *func, const void *p)
+{
+	fprintf(stderr, "allocator report: %s in %s at %p\n", what, func, p);
+	abort();
+}
+
+static int failures;
+#define CHECK(cond, ...)                                                                   \
+	do {                                                                               \
+		if (!(cond)) {                                                             \
+			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__,   \
+				#cond);                                                    \
+			fprintf(stderr, __VA_ARGS__);                                      \
+			fprintf(stderr, "\n");                                             \
+			failures++;                                                        \
+		}                                                                          \
+	} while (0)
+
+#define DECAY_MS 1000u
+
+/* A fresh heap: every node's state zeroed, the clock at `now`. */
+static void fresh_heap(unsigned nodes, uint64_t now)
+{
+	for (unsigned n = 0; n < VC_MAX_NODES; n++)
+		for (struct vc_segment *s = vc_pageheaps[n].segments; s;) {
+			struct vc_segment *next = s->next;
+			vc_segment_unmap(s);
+			s = next;
+		}
+	memset(vc_pageheaps, 0, sizeof(vc_pageheaps));
+	memset(&fake_os, 0, sizeof(fake_os));
+	fake_os.nodes = nodes;
+	fake_os.now_ms = now;
+	vc_g.nnodes = nodes;
+	vc_g.opt.numa = 1;
+	vc_g.opt.decay_ms = DECAY_MS;
+	vc_pageheap_init();
+}
+
+static size_t usable_pages(void)
+{
+	return VC_PAGES_PER_SEGMENT - VC_SEGMENT_HEADER_PAGES;
+}
+
+static struct vc_span *large(unsigned node, size_t npages)
+{
+	struct vc_span *sp = vc_pageheap_alloc(node, npages, VC_SPAN_LARGE, -1);
+	CHECK(sp != NULL, "alloc of %zu pages on node %u", npages, node);
+	if (sp) {
+		CHECK(sp->npages == npages, "span of %u pages for %zu", sp->npages, npages);
+		CHECK(sp->state == VC_SPAN_LARGE, "state %u", sp->state);
+		sp->large_size = npages * VC_PAGE_SIZE;
+		memset(vc_span_start(sp), 0x5a, npages * VC_PAGE_SIZE); /* resident now */
+	}
+	return sp;
+}
+
+/* The segment's spans tile its usable pages; returns how many FREE spans it has. */
+static unsigned check_tiling(struct vc_segment *s)
+{
+	unsigned pg = (unsigned)VC_SEGMENT_HEADER_PAGES, nfree = 0;
+	while (pg < VC_PAGES_PER_SEGMENT) {
+		struct vc_span *t = s->pagemap[pg];
+		CHECK(t && t->first_page == pg && t->npages > 0, "page %u is not a span start", pg);
+		if (!t || t->npages == 0)
+			return nfree;
+		CHECK(t->state != VC_SPAN_FREE || pg == VC_SEGMENT_HEADER_PAGES ||
+			      s->pagemap[pg - 1]->state != VC_SPAN_FREE,
+		      "two FREE spans are adjacent at page %u", pg);
+		nfree += t->state == VC_SPAN_FREE;
+		pg += t->npages;
+	}
+	CHECK(pg == VC_PAGES_PER_SEGMENT, "spans end at page %u", pg);
+	return nfree;
+}
+
+static void case_tiling(void)
+{
+	fresh_heap(1, 1000);
+	struct vc_span *a = large(0, 4), *b = large(0, 8), *c = large(0, 4);
+	if (!a || !b || !c)
+		return;
+	struct vc_segment *s = vc_segment_of(a);
+	CHECK(vc_segment_of(b) == s && vc_segment_of(c) == s, "one segment for three spans");
+	check_tiling(s);
+	vc_pageheap_free(b);
+	vc_pageheap_free(a);
+	struct vc_span *merged = s->pagemap[a->first_page];
+	CHECK(merged->state == VC_SPAN_FREE && merged->npages >= 12,
+	      "a and b merged into a FREE span of %u pages", merged->npages);
+	check_tiling(s);
+	vc_pageheap_free(c);
+	CHECK(check_tiling(s) == 1, "a fully free segment is one FREE span");
+	CHECK(vc_pageheaps[0].free_bytes == usable_pages() * VC_PAGE_SIZE,
+	      "free bytes %llu", (unsigned long long)vc_pageheaps[0].free_bytes);
+	CHECK(s->used_pages == 0, "used pages %u", s->used_pages);
+}
+
+static void case_decay(void)
+{
+	fresh_heap(1, 5000);
+	struct vc_span *a = large(0, 16), *keep = large(0, 2);
+	if (!a || !keep)
+		return;
+	char *start = vc_span_start(a);
+	vc_pageheap_free(a);
+	const uint64_t resident = vc_pageheaps[0].free_bytes - vc_pageheaps[0].released_bytes;
+	CHECK(resident >= 16 * VC_PAGE_SIZE, "16 resident free pages, %llu bytes",
+	      (unsigned long long)resident);
+	size_t mark = fake_os.ncalls;
+	fake_os.now_ms = 5000 + DECAY_MS - 1;
+	vc_pageheap_maybe_decay(fake_os.now_ms, true);
+	CHECK(fake_os_bytes(FAKE_RELEASE, mark) == 0, "released %zu bytes before the decay time",
+	      fake_os_bytes(FAKE_RELEASE, mark));
+	fake_os.now_ms = 5000 + DECAY_MS;
+	vc_pageheap_maybe_decay(fake_os.now_ms, true);
+	bool covered = false;
+	for (size_t i = mark; i < fake_os.ncalls; i++)
+		if (fake_os.calls[i].kind == FAKE_RELEASE && (char *)fake_os.calls[i].p <= start &&
+		    (char *)fake_os.calls[i].p + fake_os.calls[i].size >= start + 16 * VC_PAGE_SIZE)
+			covered = true;
+	CHECK(covered, "the freed span's pages were released at the decay time");
+	CHECK(vc_pageheaps[0].free_bytes == vc_pageheaps[0].released_bytes,
+	      "every free page released: free %llu released %llu",
+	      (unsigned long long)vc_pageheaps[0].free_bytes,
+	      (unsigned long long)vc_pageheaps[0].released_bytes);
+
+	/* Forced: at once, whatever the age. */
+	struct vc_span *b = large(0, 8);
+	vc_pageheap_free(b);
+	mark = fake_os.ncalls;
+	vc_pageheap_decay(0, true);
+	CHECK(fake_os_bytes(FAKE_RELEASE, mark) >= 8 * VC_PAGE_SIZE, "forced decay released %zu",
+	      fake_os_bytes(FAKE_RELEASE, mark));
+	vc_pageheap_free(keep);
+}
+
+static void case_extend(void)
+{
+	fresh_heap(1, 1000);
+	struct vc_span *a = large(0, 4), *b = large(0, 4);
+	if (!a || !b)
+		return;
+	if (b->first_page != a->first_page + 4) {
+		CHECK(0, "b does not follow a (pages %u, %u): cannot test growth", a->first_page,
+		      b->first_page);
+		return;
+	}
+	CHECK(!vc_pageheap_extend(a, 6), "a grew over the used span b");
+	CHECK(a->npages == 4, "a unchanged: %u pages", a->npages);
+	vc_pageheap_free(b);
+	CHECK(vc_pageheap_extend(a, 6), "a did not grow over the free pages after it");
+	CHECK(a->npages == 6, "a has %u pages", a->npages);
+	struct vc_segment *s = vc_segment_of(a);
+	CHECK(s->pagemap[a->first_page + 5] == a, "the page map covers a's new pages");
+	check_tiling(s);
+	vc_pageheap_free(a);
+}
+
+static void case_lending(void)
+{
+	fresh_heap(2, 10000);
+	/* Node 1 uses 64 pages and frees them at t = 10000. */
+	struct vc_span *x = large(1, 64);
+	if (!x)
+		return;
+	vc_pageheap_free(x);
+	const uint64_t min_age = DECAY_MS / 32;
+
+	/* Too young: node 0 faults in fresh pages without touching node 1's. */
+	fake_os.now_ms = 10000 + min_age - 1;
+	size_t mark = fake_os.ncalls;
+	struct vc_span *a = large(0, 16);
+	CHECK(fake_os_bytes(FAKE_RELEASE, mark) == 0,
+	      "node 1's free pages, idle %llu ms, were released",
+	      (unsigned long long)(min_age - 1));
+
+	/* Old enough: the next fresh pages of node 0 are paid for by node 1's. */
+	fake_os.now_ms = 10000 + min_age;
+	mark = fake_os.ncalls;
+	uint64_t node1_resident =
+		vc_pageheaps[1].free_bytes - vc_pageheaps[1].released_bytes;
+	struct vc_span *b = large(0, 16);
+	size_t released = fake_os_bytes(FAKE_RELEASE, mark);
+	CHECK(released >= 16 * VC_PAGE_SIZE, "released %zu bytes for 16 fresh pages", released);
+	uint64_t node1_after = vc_pageheaps[1].free_bytes - vc_pageheaps[1].released_bytes;
+	CHECK(node1_after + 16 * VC_PAGE_SIZE <= node1_resident,
+	      "node 1's resident free bytes %llu -> %llu", (unsigned long long)node1_resident,
+	      (unsigned long long)node1_after);
+	for (size_t i = mark; i < fake_os.ncalls; i++)
+		if (fake_os.calls[i].kind == FAKE_RELEASE)
+			CHECK(vc_segment_of(fake_os.calls[i].p)->node == 1,
+			      "a release on node %u", vc_segment_of(fake_os.calls[i].p)->node);
+
+	/* Reusing resident pages of its own faults nothing in: nothing is lent. */
+	vc_pageheap_free(b);
+	fake_os.now_ms += 2 * min_age;
+	mark = fake_os.ncalls;
+	struct vc_span *c = large(0, 16);
+	CHECK(fake_os_bytes(FAKE_RELEASE, mark) == 0, "reuse of resident pages released %zu",
+	      fake_os_bytes(FAKE_RELEASE, mark));
+	if (a)
+		vc_pageheap_free(a);
+	if (c)
+		vc_pageheap_free(c);
+
+	/* One node: never. */
+	fresh_heap(1, 10000);
+	struct vc_span *y = large(0, 64);
+	if (!y)
+		return;
+	vc_pageheap_free(y);
+	fake_os.now_ms = 10000 + DECAY_MS / 2;
+	mark = fake_os.ncalls;
+	struct vc_span *z = large(0, 200); /* more than the free resident 64 */
+	CHECK(fake_os_bytes(FAKE_RELEASE, mark) == 0, "one node released %zu bytes",
+	      fake_os_bytes(FAKE_RELEASE, mark));
+	if (z)
+		vc_pageheap_free(z);
+}
+
+int main(void)
+{
+	vc_g.secret = 0x1234567;
+	vc_sizeclass_init();
+	vc_registry_init();
+	case_tiling();
+	case_decay();
+	case_extend();
+	case_lending();
+	if (failures) {
+		fprintf(stderr, "pageheap_unit: %d check(s) failed\n", failures);
+		return 1;
+	}
+	printf("pageheap_unit: tiling, decay, extend, lending: ok\n");
+	return 0;
+}
