@@ -242,9 +242,8 @@ static int choose_mode(const struct vc_rseq_info *ri, int want)
 		want = VCMALLOC_INDEX_CPU;
 	if (want == VCMALLOC_INDEX_CPU && !ri->has_cpu_id)
 		want = VCMALLOC_INDEX_FALLBACK;
-#if !defined(__x86_64__)
-	want = VCMALLOC_INDEX_FALLBACK;
-#endif
+	if (VC_RSEQ_NO_CRITICAL_SECTIONS) /* no arch/<arch>.h for this architecture */
+		want = VCMALLOC_INDEX_FALLBACK;
 	return want;
 }
 

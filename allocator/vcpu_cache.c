@@ -202,6 +202,11 @@ static void set_capacity(struct vc_vcpu *v, unsigned c, unsigned cap)
  * Lock of idx held. Returns false when the thread moved or the header changed. */
 static bool resize(struct vc_rseq_abi *rs, uint32_t idx, unsigned c, unsigned cap)
 {
+#if VC_RSEQ_NO_CRITICAL_SECTIONS
+	/* Never reached: without critical sections only fallback mode runs. */
+	(void)rs, (void)idx, (void)c, (void)cap;
+	return false;
+#else
 	const int ix = vc_g.rseq_index;
 	uint64_t *hw = header_word(idx, c);
 	struct vc_rseq_stack *hdr = (struct vc_rseq_stack *)hw;
@@ -235,6 +240,7 @@ static bool resize(struct vc_rseq_abi *rs, uint32_t idx, unsigned c, unsigned ca
 			return false;
 	}
 	return false;
+#endif
 }
 
 /* Capacity is granted in steps of about 16 KiB (one batch for small objects, a
@@ -350,7 +356,8 @@ static void stash(unsigned c, void **objs, unsigned n, unsigned node)
 			objs++;
 			n--;
 		}
-	} else if (vc_g.mode != VCMALLOC_INDEX_FALLBACK) {
+	} else if (!VC_RSEQ_NO_CRITICAL_SECTIONS && vc_g.mode != VCMALLOC_INDEX_FALLBACK) {
+#if !VC_RSEQ_NO_CRITICAL_SECTIONS
 		struct vc_rseq_abi *rs = vc_fast_area();
 		const int ix = vc_g.rseq_index;
 		while (n > 0) {
@@ -368,6 +375,7 @@ static void stash(unsigned c, void **objs, unsigned n, unsigned node)
 				n -= done;
 			}
 		}
+#endif
 	}
 	if (n > 0)
 		vc_central_insert(c, objs, n);
@@ -563,6 +571,7 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
 	if (vc_cache_push(c, p, node))
 		return;
 	/* Still full: move the top batch to central, then push. */
+#if !VC_RSEQ_NO_CRITICAL_SECTIONS
 	const int ix = vc_g.rseq_index;
 	for (int tries = 0; tries < 3; tries++) {
 		idx = vc_rseq_read_index(rs, ix);
@@ -580,6 +589,7 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
 			return;
 		}
 	}
+#endif
 	vc_central_insert(c, &p, 1);
 	vc_maintain();
 }

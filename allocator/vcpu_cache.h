@@ -34,6 +34,17 @@ static inline uint32_t *vc_vcpu_node_tag(char *region)
 	return (uint32_t *)region;
 }
 
+/* vc_g.fast selects the fast path: index field, and whether the caches are
+ * node-tagged (several NUMA nodes and rseq node_id available). */
+enum vc_fast_path {
+	VC_FAST_MM_CID = 0,
+	VC_FAST_CPU_ID = 1,
+	VC_FAST_MM_CID_NUMA = 2,
+	VC_FAST_CPU_ID_NUMA = 3,
+	VC_FAST_NONE = 4, /* fallback mode, or before start-up */
+};
+
+#if !VC_RSEQ_NO_CRITICAL_SECTIONS
 /* limit bounds the ids used (vc_g.nvcpus, or vc_g.mm_cid_limit, see vc_cache_pop).
  * It is passed by address and read where it is compared: held in a register across
  * the retry loop it cost free's hit path a saved register (3 instructions). */
@@ -84,16 +95,6 @@ static inline uint32_t *vc_vcpu_node_tag(char *region)
 VC_DEFINE_FAST(mm_cid, VC_RSEQ_INDEX_MM_CID)
 VC_DEFINE_FAST(cpu_id, VC_RSEQ_INDEX_CPU_ID)
 
-/* vc_g.fast selects the fast path: index field, and whether the caches are
- * node-tagged (several NUMA nodes and rseq node_id available). */
-enum vc_fast_path {
-	VC_FAST_MM_CID = 0,
-	VC_FAST_CPU_ID = 1,
-	VC_FAST_MM_CID_NUMA = 2,
-	VC_FAST_CPU_ID_NUMA = 3,
-	VC_FAST_NONE = 4, /* fallback mode, or before start-up */
-};
-
 /* Pop an object of class c into *out; false on a miss (*out untouched). The
  * common mode (mm_cid, no node tags) is tested together with the id's range: ids
  * are bounded by vc_g.mm_cid_limit, which is 0 in every other mode, so those fail
@@ -132,5 +133,23 @@ static inline bool vc_cache_push(unsigned c, void *p, unsigned node)
 		return false;
 	}
 }
+
+#else
+/* No critical sections on this architecture (rseq/rseq.h): the allocator runs its
+ * fallback mode only (init.c), where the per-vCPU caches are never used. */
+static inline bool vc_cache_pop(unsigned c, void **out)
+{
+	(void)c;
+	(void)out;
+	return false;
+}
+static inline bool vc_cache_push(unsigned c, void *p, unsigned node)
+{
+	(void)c;
+	(void)p;
+	(void)node;
+	return false;
+}
+#endif
 
 #endif

@@ -77,11 +77,18 @@ unsigned vc_rseq_possible_cpus(void) VC_RSEQ_HIDDEN;
 /* Slow part of vc_rseq_area(): registers our own area for this thread. */
 struct vc_rseq_abi *vc_rseq_area_slow(void) VC_RSEQ_HIDDEN;
 
+/* The thread pointer, from which glibc's __rseq_offset counts: %fs:0 on x86-64
+ * (the TCB's self pointer), TPIDR_EL0 on aarch64 (what __builtin_thread_pointer
+ * reads there, and on the other architectures GCC supports it for). */
 static inline char *vc_rseq_thread_pointer(void)
 {
+#if defined(__x86_64__)
 	char *tp;
 	__asm__("mov %%fs:0, %0" : "=r"(tp));
 	return tp;
+#else
+	return (char *)__builtin_thread_pointer();
+#endif
 }
 
 /* This thread's registered rseq area, or NULL when rseq is unusable here. */
@@ -156,7 +163,7 @@ struct vc_rseq_stack {
 	uint16_t begin;
 	uint16_t end;
 } __attribute__((aligned(8)));
-/* The sections (arch/x86_64.h) and the stop word read the header as one 64-bit
+/* The sections (arch/<arch>.h) and the stop word read the header as one 64-bit
  * little-endian word: current in bits 0-15, begin in 32-47, end in 48-63; batch
  * commits store the 16 bits of current at offset 0. */
 _Static_assert(sizeof(struct vc_rseq_stack) == 8 && _Alignof(struct vc_rseq_stack) == 8,
@@ -203,12 +210,37 @@ extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
 }
 #endif
 
+/* Shared by the architecture headers. */
+#define VC_RSEQ_STR_(x) #x
+#define VC_RSEQ_STR(x) VC_RSEQ_STR_(x)
+
+/* Critical sections exist where an architecture header defines them; elsewhere
+ * VC_RSEQ_NO_CRITICAL_SECTIONS is 1, none of the helpers below is declared, and the
+ * allocator runs only its locked fallback mode (allocator/init.c). */
 #if defined(__x86_64__)
 #define VC_RSEQ_ARCH_INSIDE 1
 #include "arch/x86_64.h"
 #undef VC_RSEQ_ARCH_INSIDE
+#define VC_RSEQ_NO_CRITICAL_SECTIONS 0
 #else
 #define VC_RSEQ_NO_CRITICAL_SECTIONS 1
+#endif
+
+#if !VC_RSEQ_NO_CRITICAL_SECTIONS
+/* Index-generic forms of the helpers each architecture header defines twice
+ * (_cpu_id, _mm_cid): ix is a constant at every call site we have, so the choice
+ * folds away. */
+#define VC_RSEQ_DISPATCH(op, ix, ...)                                                   \
+	((ix) == VC_RSEQ_INDEX_MM_CID ? vc_rseq_##op##_mm_cid(__VA_ARGS__)             \
+				      : vc_rseq_##op##_cpu_id(__VA_ARGS__))
+#define vc_rseq_addv(ix, ...) VC_RSEQ_DISPATCH(addv, ix, __VA_ARGS__)
+#define vc_rseq_pop(ix, ...) VC_RSEQ_DISPATCH(pop, ix, __VA_ARGS__)
+#define vc_rseq_push(ix, ...) VC_RSEQ_DISPATCH(push, ix, __VA_ARGS__)
+#define vc_rseq_pop_batch(ix, ...) VC_RSEQ_DISPATCH(pop_batch, ix, __VA_ARGS__)
+#define vc_rseq_push_batch(ix, ...) VC_RSEQ_DISPATCH(push_batch, ix, __VA_ARGS__)
+#define vc_rseq_cmpeq_store(ix, ...) VC_RSEQ_DISPATCH(cmpeq_store, ix, __VA_ARGS__)
+#define vc_rseq_pop_local(ix, ...) VC_RSEQ_DISPATCH(pop_local, ix, __VA_ARGS__)
+#define vc_rseq_push_tagged(ix, ...) VC_RSEQ_DISPATCH(push_tagged, ix, __VA_ARGS__)
 #endif
 
 #endif

@@ -14,9 +14,6 @@
 #error "include rseq/rseq.h, not rseq/arch/x86_64.h"
 #endif
 
-#define VC_RSEQ_STR_(x) #x
-#define VC_RSEQ_STR(x) VC_RSEQ_STR_(x)
-
 #if defined(VC_RSEQ_INJECT) && VC_RSEQ_INJECT
 /* Delay loop (and, when the yield knob is on, a long spin that invites preemption and
  * migration) at an injection point. No system call: the rseq ABI forbids them inside
@@ -252,17 +249,6 @@
 VC_RSEQ_DEFINE_OPS(cpu_id, 4)
 VC_RSEQ_DEFINE_OPS(mm_cid, 24)
 
-/* Index-generic forms: ix is a constant at every call site we have, so the switch
- * folds away. */
-#define VC_RSEQ_DISPATCH(op, ix, ...)                                                   \
-	((ix) == VC_RSEQ_INDEX_MM_CID ? vc_rseq_##op##_mm_cid(__VA_ARGS__)             \
-				      : vc_rseq_##op##_cpu_id(__VA_ARGS__))
-#define vc_rseq_addv(ix, ...) VC_RSEQ_DISPATCH(addv, ix, __VA_ARGS__)
-#define vc_rseq_pop(ix, ...) VC_RSEQ_DISPATCH(pop, ix, __VA_ARGS__)
-#define vc_rseq_push(ix, ...) VC_RSEQ_DISPATCH(push, ix, __VA_ARGS__)
-#define vc_rseq_pop_batch(ix, ...) VC_RSEQ_DISPATCH(pop_batch, ix, __VA_ARGS__)
-#define vc_rseq_push_batch(ix, ...) VC_RSEQ_DISPATCH(push_batch, ix, __VA_ARGS__)
-
 /* *word = newv if *word == expect (the 64-bit commit store); used to change a
  * stack header (capacity) from the index that owns it. */
 #define VC_RSEQ_DEFINE_CMPEQ_STORE(name, field_off)                                     \
@@ -288,7 +274,6 @@ VC_RSEQ_DEFINE_OPS(mm_cid, 24)
 	}
 VC_RSEQ_DEFINE_CMPEQ_STORE(cpu_id, 4)
 VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
-#define vc_rseq_cmpeq_store(ix, ...) VC_RSEQ_DISPATCH(cmpeq_store, ix, __VA_ARGS__)
 
 /* Node-tagged stacks: the 32-bit word at `tag` names the NUMA node of the objects
  * on the index's stacks. pop_local pops only while the tag equals the thread's
@@ -350,5 +335,3 @@ VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
 	}
 VC_RSEQ_DEFINE_NODE_OPS(cpu_id, 4)
 VC_RSEQ_DEFINE_NODE_OPS(mm_cid, 24)
-#define vc_rseq_pop_local(ix, ...) VC_RSEQ_DISPATCH(pop_local, ix, __VA_ARGS__)
-#define vc_rseq_push_tagged(ix, ...) VC_RSEQ_DISPATCH(push_tagged, ix, __VA_ARGS__)
