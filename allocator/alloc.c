@@ -74,6 +74,7 @@ static void *malloc_large(size_t n)
 	}
 	sp->large_size = pages << VC_PAGE_SHIFT;
 	__atomic_fetch_add(&vc_stat_large_bytes, sp->large_size, __ATOMIC_RELAXED);
+	vc_maintain(); /* no lock held: the page heap's deferred work, if due */
 	return vc_span_start(sp);
 }
 
@@ -218,6 +219,7 @@ static void free_large(struct vc_span *sp)
 	int saved = errno;
 	__atomic_fetch_sub(&vc_stat_large_bytes, sp->large_size, __ATOMIC_RELAXED);
 	vc_pageheap_free(sp);
+	vc_maintain(); /* no lock held: the page heap's deferred work, if due */
 	errno = saved;
 }
 

@@ -234,6 +234,9 @@ void vc_pageheap_decay(unsigned node, bool force) VC_HIDDEN;
  * vc_os_now_ms): one batch per node (slow paths), or every aged span (the
  * maintenance thread). */
 void vc_pageheap_maybe_decay(uint64_t now, bool every_batch) VC_HIDDEN;
+/* The page heap's deferred work (pageheap.c), then vc_pageheap_maybe_decay. Called
+ * with no allocator lock held. */
+void vc_pageheap_maintain(uint64_t now, bool every_batch) VC_HIDDEN;
 /* Some node holds free pages that are still resident (read without the locks). */
 bool vc_pageheap_holds_resident_free(void) VC_HIDDEN;
 

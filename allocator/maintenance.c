@@ -52,7 +52,7 @@ static uint32_t parked;
 void vc_maintain(void)
 {
 	uint64_t now = vc_os_now_ms();
-	vc_pageheap_maybe_decay(now, false);
+	vc_pageheap_maintain(now, false);
 	vc_huge_maybe_decay(now);
 	vc_cache_tick();
 	/* A relaxed load on every slow path; the exchange and the system call only
@@ -75,7 +75,7 @@ static uint64_t period_ms(void)
 static bool round_leaves_work(void)
 {
 	uint64_t now = vc_os_now_ms();
-	vc_pageheap_maybe_decay(now, true);
+	vc_pageheap_maintain(now, true);
 	vc_huge_maybe_decay(now);
 	vc_cache_tick();
 	return __atomic_load_n(&vc_cache_populated_now, __ATOMIC_RELAXED) != 0 ||

@@ -11,10 +11,22 @@
  *     decaying_pages while its pages are released with the lock dropped.
  * Memory goes back to the OS with MADV_DONTNEED once a FREE span has been idle for
  * the decay time (VCMALLOC_DECAY_MS); released_pages counts what is not resident.
+ *
+ * No release system call is made by vc_pageheap_alloc or vc_pageheap_free, which
+ * run under other layers' locks (a central list's, while a span is carved or given
+ * back): they only mark the work due (pages to lend, a decay), and
+ * vc_pageheap_maintain does it (maintenance.c: at the end of slow paths, in the
+ * maintenance thread), with no allocator lock held but the page heap's own, which
+ * is dropped around every release.
  */
 #include "internal.h"
 
 struct vc_pageheap vc_pageheaps[VC_MAX_NODES];
+
+/* Per node: pages it faulted in since the last maintenance, for other nodes to
+ * release as many of their idle free pages (release_for_other_node). */
+static uint64_t lend_wanted[VC_MAX_NODES];
+
 
 static unsigned list_of(size_t npages)
 {
@@ -201,9 +213,9 @@ static unsigned release_pass(unsigned node, uint64_t min_age_ms, size_t max_page
  * of the decay time is released first: the process's resident free memory stays that
  * of one heap, and every node still gets local pages (lent as released pages, which
  * the borrowing node's first touch places). */
-static void release_for_other_node(unsigned node, uint64_t fresh_bytes)
+static void release_for_other_node(unsigned node, uint64_t fresh_pages)
 {
-	size_t want = (size_t)(fresh_bytes >> VC_PAGE_SHIFT);
+	size_t want = (size_t)fresh_pages;
 	uint64_t min_age = vc_g.opt.decay_ms / 32;
 	for (unsigned n = 0; n < vc_g.nnodes && want > 0; n++) {
 		struct vc_pageheap *other = &vc_pageheaps[n];
@@ -255,7 +267,7 @@ struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state, 
 	set_pagemap(s, sp);
 	vc_unlock(&ph->lock);
 	if (fresh && vc_g.nnodes > 1)
-		release_for_other_node(node, fresh);
+		__atomic_add_fetch(&lend_wanted[node], fresh >> VC_PAGE_SHIFT, __ATOMIC_RELAXED);
 	return sp;
 }
 
@@ -357,15 +369,11 @@ void vc_pageheap_free(struct vc_span *sp)
 	s->used_pages = (uint16_t)(s->used_pages - sp->npages);
 	sp->state = VC_SPAN_FREE;
 	sp->sizeclass = 0;
+	/* sp's pages are resident: its segment cannot be wholly released, so nothing
+	 * is unmapped here (decay_pass unmaps). */
 	struct vc_segment *unmap = put_free_locked(ph, s, sp->first_page, sp->npages, 0);
-	uint64_t now = vc_os_now_ms();
-	bool decay = !unmap &&
-		     now - ph->last_decay_ms >= (vc_g.opt.decay_ms ? vc_g.opt.decay_ms : 1);
+	VC_ASSERT_ALWAYS(unmap == NULL);
 	vc_unlock(&ph->lock);
-	if (unmap)
-		vc_segment_unmap(unmap);
-	else if (decay)
-		vc_pageheap_decay(s->node, false);
 }
 
 /* Spans released per pass: the page-heap lock is not held while the OS releases
@@ -446,6 +454,15 @@ void vc_pageheap_maybe_decay(uint64_t now, bool every_batch)
 			while (decay_pass(n, false) == VC_DECAY_BATCH && every_batch)
 				;
 	}
+}
+
+void vc_pageheap_maintain(uint64_t now, bool every_batch)
+{
+	for (unsigned n = 0; n < vc_g.nnodes && vc_g.nnodes > 1; n++)
+		if (__atomic_load_n(&lend_wanted[n], __ATOMIC_RELAXED))
+			release_for_other_node(n, __atomic_exchange_n(&lend_wanted[n], 0,
+								      __ATOMIC_RELAXED));
+	vc_pageheap_maybe_decay(now, every_batch);
 }
 
 bool vc_pageheap_holds_resident_free(void)

@@ -7,9 +7,12 @@
  *   decay      a freed span's pages go back to the OS exactly when it has been idle
  *              for the decay time, not before, and a forced decay releases at once;
  *   extend     a LARGE span grows over the FREE pages after it, not over a used span;
- *   lending    on a 2-node heap, a node about to fault in fresh pages first releases
- *              the same amount of the other node's free pages idle for decay/32, and
- *              leaves younger ones resident; on one node nothing of the kind happens.
+ *   lending    on a 2-node heap, a node that faulted in fresh pages has, at the next
+ *              maintenance, the same amount of the other node's free pages idle for
+ *              decay/32 released, and younger ones left resident; on one node nothing
+ *              of the kind happens;
+ *   deferred   neither alloc nor free makes a system call, even with pages to lend
+ *              and a decay overdue: vc_pageheap_maintain does that work.
  */
 #include "fake_os.h"
 #include "internal.h"
@@ -74,6 +77,8 @@ static struct vc_span *large(unsigned node, size_t npages)
 {
 	struct vc_span *sp = vc_pageheap_alloc(node, npages, VC_SPAN_LARGE, -1);
 	CHECK(sp != NULL, "alloc of %zu pages on node %u", npages, node);
+	/* What a slow path does next, with no lock held: the deferred work. */
+	vc_pageheap_maintain(fake_os.now_ms, false);
 	if (sp) {
 		CHECK(sp->npages == npages, "span of %u pages for %zu", sp->npages, npages);
 		CHECK(sp->state == VC_SPAN_LARGE, "state %u", sp->state);
@@ -247,6 +252,29 @@ static void case_lending(void)
 		vc_pageheap_free(z);
 }
 
+static void case_deferred(void)
+{
+	fresh_heap(2, 20000);
+	struct vc_span *x = large(1, 32), *keep = large(0, 2);
+	if (!x || !keep)
+		return;
+	vc_pageheap_free(x);
+	fake_os.now_ms = 20000 + 2 * DECAY_MS; /* x's pages overdue for the decay */
+	size_t mark = fake_os.ncalls;
+	struct vc_span *a = vc_pageheap_alloc(0, 16, VC_SPAN_LARGE, -1); /* fresh pages */
+	struct vc_span *b = vc_pageheap_alloc(0, 4, VC_SPAN_LARGE, -1);
+	if (!a || !b)
+		return;
+	vc_pageheap_free(b); /* a free when the decay is due */
+	CHECK(fake_os.ncalls == mark, "alloc and free made %zu system calls",
+	      fake_os.ncalls - mark);
+	vc_pageheap_maintain(fake_os.now_ms, false);
+	CHECK(fake_os_bytes(FAKE_RELEASE, mark) >= 32 * VC_PAGE_SIZE,
+	      "maintenance released %zu bytes", fake_os_bytes(FAKE_RELEASE, mark));
+	vc_pageheap_free(a);
+	vc_pageheap_free(keep);
+}
+
 int main(void)
 {
 	vc_g.secret = 0x1234567;
@@ -256,10 +284,11 @@ int main(void)
 	case_decay();
 	case_extend();
 	case_lending();
+	case_deferred();
 	if (failures) {
 		fprintf(stderr, "pageheap_unit: %d check(s) failed\n", failures);
 		return 1;
 	}
-	printf("pageheap_unit: tiling, decay, extend, lending: ok\n");
+	printf("pageheap_unit: tiling, decay, extend, lending, deferred: ok\n");
 	return 0;
 }
