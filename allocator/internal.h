@@ -51,7 +51,7 @@ extern struct vc_test_hooks vc_test_hooks VC_HIDDEN;
 #define VC_TEST_HOOK(name) ((void)0)
 #endif
 
-/* ---- options.c: VCMALLOC_* environment, read once at init ---- */
+/* ---- options.c: VCMALLOC_* environment, read once at init (the table: options.def) ---- */
 struct vc_options {
 	int index;                  /* requested mode, -1: automatic */
 	int stats;                  /* 0 none, 1 text, 2 json */

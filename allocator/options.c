@@ -1,5 +1,6 @@
 /* allocator/options.c - VCMALLOC_* environment options, parsed in one place at
- * start-up without allocating (see README.md for the list). */
+ * start-up without allocating. The options, their defaults and their documentation
+ * are one table, options.def. */
 #include "internal.h"
 
 #include <string.h>
@@ -33,55 +34,57 @@ static void warn(const char *name, const char *value)
 	vc_os_write_str(2, "\n");
 }
 
-static void number(const char *name, uint64_t *dst)
+/* The words of CHOICE options (options.def). */
+static const struct {
+	const char *field;
+	const char *word;
+	int value;
+} choices[] = {
+#define VC_OPTION(field, name, kind, def, doc_default, doc_values)
+#define VC_CHOICE(field, word, value) {#field, word, value},
+#include "options.def"
+#undef VC_OPTION
+#undef VC_CHOICE
+};
+
+static void read_NUMBER(const char *name, const char *field, const char *s, int64_t *v)
 {
-	char buf[64];
-	uint64_t v;
-	if (!vc_os_getenv(name, buf, sizeof buf))
-		return;
-	if (parse_u64(buf, &v))
-		*dst = v;
+	(void)field;
+	uint64_t u;
+	if (parse_u64(s, &u))
+		*v = (int64_t)u;
 	else
-		warn(name, buf);
+		warn(name, s);
+}
+
+static void read_FLAG(const char *name, const char *field, const char *s, int64_t *v)
+{
+	read_NUMBER(name, field, s, v);
+	*v = *v != 0;
+}
+
+static void read_CHOICE(const char *name, const char *field, const char *s, int64_t *v)
+{
+	for (size_t i = 0; i < sizeof(choices) / sizeof(choices[0]); i++)
+		if (!strcmp(choices[i].field, field) && !strcmp(choices[i].word, s)) {
+			*v = choices[i].value;
+			return;
+		}
+	warn(name, s);
 }
 
 void vc_options_load(struct vc_options *o)
 {
 	char buf[64];
-	o->index = -1;
-	o->stats = 0;
-	o->vcpu_cache_bytes = 1u << 20;
-	o->reclaim_ms = 1000;
-	o->decay_ms = 1000;
-	o->numa = 1;
-	if (vc_os_getenv("VCMALLOC_INDEX", buf, sizeof buf)) {
-		if (!strcmp(buf, "vcpu"))
-			o->index = VCMALLOC_INDEX_VCPU;
-		else if (!strcmp(buf, "cpu"))
-			o->index = VCMALLOC_INDEX_CPU;
-		else if (!strcmp(buf, "fallback"))
-			o->index = VCMALLOC_INDEX_FALLBACK;
-		else if (strcmp(buf, "auto") != 0)
-			warn("VCMALLOC_INDEX", buf);
+#define VC_OPTION(field, name, kind, def, doc_default, doc_values)                          \
+	{                                                                                   \
+		int64_t v = (int64_t)(def);                                                 \
+		if (vc_os_getenv(name, buf, sizeof buf))                                    \
+			read_##kind(name, #field, buf, &v);                                 \
+		o->field = (__typeof__(o->field))v;                                         \
 	}
-	if (vc_os_getenv("VCMALLOC_STATS", buf, sizeof buf)) {
-		if (!strcmp(buf, "json"))
-			o->stats = 2;
-		else if (!strcmp(buf, "text") || !strcmp(buf, "1"))
-			o->stats = 1;
-		else if (strcmp(buf, "0") != 0)
-			warn("VCMALLOC_STATS", buf);
-	}
-	number("VCMALLOC_VCPU_CACHE_BYTES", &o->vcpu_cache_bytes);
-	number("VCMALLOC_RECLAIM_MS", &o->reclaim_ms);
-	number("VCMALLOC_DECAY_MS", &o->decay_ms);
-	uint64_t numa = 1;
-	number("VCMALLOC_NUMA", &numa);
-	o->numa = numa != 0;
-	uint64_t huge = 0;
-	number("VCMALLOC_HUGE_PAGES", &huge);
-	o->huge_pages = huge != 0;
-	uint64_t background = 1;
-	number("VCMALLOC_BACKGROUND", &background);
-	o->background = background != 0;
+#define VC_CHOICE(field, word, value)
+#include "options.def"
+#undef VC_OPTION
+#undef VC_CHOICE
 }
