@@ -46,6 +46,8 @@ def summarize(records):
             "ops_per_sec": _median([f["ops_per_sec"] for f in fps]),
             "peak_rss": _median([f["vm_hwm_bytes"] for f in fps]),
             "final_rss": _median([f["vm_rss_final_bytes"] for f in fps]),
+            # After --idle-ms without allocator calls; None where not measured.
+            "idle_rss": _median([f.get("vm_rss_idle_bytes") for f in fps]),
             # Results of programs older than the live-byte count have none: None.
             "peak_live": _median([f.get("live_bytes_peak") for f in fps]),
             "live_final": _median([f.get("live_bytes_final") for f in fps]),
@@ -80,6 +82,8 @@ def _ratio(value, base):
 MEASURES = [
     ("peak_rss", "Peak RSS (VmHWM), MiB", MIB, 1),
     ("final_rss", "Final RSS (VmRSS after the workload), MiB", MIB, 1),
+    ("idle_rss", "Idle RSS (VmRSS after a further quiet period without allocator calls; "
+     "placement all), MiB", MIB, 1),
     ("ops_per_sec", "Throughput, million allocations/s", 1e6, 2),
     ("cache_peak", "Peak allocator cache bytes, MiB (where reported)", MIB, 2),
 ]

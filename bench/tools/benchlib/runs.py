@@ -38,11 +38,13 @@ def make_record(machine, workload, placement, allocator, repeat, returncode, std
 
 
 def run_host(footprint, machine, workload, placement, allocator, repeat, scale, threads=None,
-             timeout=600):
+             timeout=600, idle_ms=0):
     cmd = placement.prefix() + [footprint, "--workload", workload, "--scale", str(scale),
                                 "--seed", str(repeat + 1)]
     if threads:
         cmd += ["--threads", str(threads)]
+    if idle_ms:
+        cmd += ["--idle-ms", str(idle_ms)]
     try:
         r = subprocess.run(cmd, env=allocator.environment(), capture_output=True, text=True,
                            timeout=timeout, preexec_fn=placement.preexec())
@@ -67,9 +69,10 @@ def progress(rec):
 
 
 def host_matrix(footprint, machine, workloads, placements, allocators, repeats, scale,
-                threads_for=None):
+                threads_for=None, idle_ms=0):
     """Every workload x placement x allocator, `repeats` times; allocators interleaved so
-    that a burst of load from other processes does not hit one allocator only."""
+    that a burst of load from other processes does not hit one allocator only. Runs of
+    the placement "all" end with idle_ms without allocator calls (RSS when idle)."""
     records = []
     for workload in workloads:
         for placement in placements:
@@ -79,7 +82,8 @@ def host_matrix(footprint, machine, workloads, placements, allocators, repeats, 
                 for allocator in allocators:
                     threads = threads_for(workload) if threads_for else None
                     rec = run_host(footprint, machine, workload, placement, allocator,
-                                   repeat, scale, threads)
+                                   repeat, scale, threads,
+                                   idle_ms=idle_ms if placement.name == "all" else 0)
                     progress(rec)
                     records.append(rec)
     return records
