@@ -17,8 +17,16 @@
 #define VC_RSEQ_CPU_ID_UNINITIALIZED ((uint32_t)-1)
 #define VC_RSEQ_CPU_ID_REGISTRATION_FAILED ((uint32_t)-2)
 
-/* Signature the kernel checks in the 4 bytes before every abort handler. */
+/* Signature the kernel checks in the 4 bytes before every abort handler; glibc
+ * registers its areas with the same value, so sections work in either area.
+ * x86-64: 0x53053053, the displacement of a `ud1` instruction before the handler.
+ * aarch64: 0xd428bc00, the instruction word `brk #0x45e0`, which traps if ever
+ * executed (little-endian code on either data endianness). */
+#if defined(__aarch64__)
+#define VC_RSEQ_SIG 0xd428bc00u
+#else
 #define VC_RSEQ_SIG 0x53053053u
+#endif
 
 #define VC_RSEQ_FLAG_UNREGISTER 1
 
@@ -63,7 +71,7 @@ _Static_assert(VC_RSEQ_FEATURE_NODE_ID == VC_RSEQ_OFF_NODE_ID + 4 &&
 _Static_assert(sizeof(struct vc_rseq_abi) == VC_RSEQ_ORIG_SIZE &&
 		   _Alignof(struct vc_rseq_abi) == 32,
 	       "abi: 32 bytes, aligned to 32");
-/* The critical sections' descriptors (arch/x86_64.h) are emitted as ".balign 32;
+/* The critical sections' descriptors (arch/<arch>.h) are emitted as ".balign 32;
  * .long version, flags; .quad start_ip, post_commit_offset, abort_ip". */
 _Static_assert(offsetof(struct vc_rseq_cs, flags) == 4 &&
 		   offsetof(struct vc_rseq_cs, start_ip) == 8 &&

@@ -7,7 +7,7 @@
  *   - this thread's area (vc_rseq_area), registering our own lazily when glibc did not;
  *   - fast reads of the current ids with fallbacks (vc_rseq_current_*);
  *   - restartable critical sections over per-index data, indexed by either mm_cid or
- *     cpu_id (arch/x86_64.h): a counter add, and push / pop / batch push / batch pop
+ *     cpu_id (arch/x86_64.h, arch/aarch64.h): a counter add, and push / pop / batch push / batch pop
  *     on a bounded per-index array of pointers (struct vc_rseq_stack);
  *   - a fence for cross-index work (vc_rseq_fence).
  *
@@ -220,6 +220,11 @@ extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
 #if defined(__x86_64__)
 #define VC_RSEQ_ARCH_INSIDE 1
 #include "arch/x86_64.h"
+#undef VC_RSEQ_ARCH_INSIDE
+#define VC_RSEQ_NO_CRITICAL_SECTIONS 0
+#elif defined(__aarch64__) && !defined(__AARCH64EB__)
+#define VC_RSEQ_ARCH_INSIDE 1
+#include "arch/aarch64.h"
 #undef VC_RSEQ_ARCH_INSIDE
 #define VC_RSEQ_NO_CRITICAL_SECTIONS 0
 #else
