@@ -1,8 +1,8 @@
 /* allocator/segment.c - the unit registry and 4 MiB segments.
  *
- * Registry: one byte per 4 MiB unit of the 47-bit address space (32 MiB reserved,
- * touched only around addresses vcmalloc uses). A byte changes under vc_os_lock,
- * before a unit is handed out and after it is given back; readers (free, realloc,
+ * Registry: one byte per 4 MiB unit of the user address space (VC_ADDRESS_BITS: 32 MiB
+ * reserved on x86-64, 64 MiB on aarch64; touched only around addresses vcmalloc
+ * uses). A byte changes under vc_os_lock, before a unit is handed out and after it is given back; readers (free, realloc,
  * malloc_usable_size) read it without a lock: a pointer into a unit can only exist
  * while the unit is ours. Huge blocks (huge.c) set the bytes of their units through
  * vc_registry_set.

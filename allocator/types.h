@@ -49,7 +49,15 @@
 #define VC_PAGE_SIZE ((size_t)1 << VC_PAGE_SHIFT)
 #define VC_OS_PAGE 4096
 #define VC_PAGES_PER_SEGMENT (VC_UNIT_SIZE / VC_PAGE_SIZE) /* 512 */
+/* Bits of a user address: 47 on x86-64 (4-level paging); 48 on aarch64, where Linux
+ * places mappings just below 2^48 (a 52-bit VA kernel goes higher only for mmap
+ * hints above 2^48, which vcmalloc never gives). The registry has one byte per unit
+ * of this space (32 MiB of .bss on x86-64, 64 MiB on aarch64). */
+#if defined(__aarch64__)
+#define VC_ADDRESS_BITS 48
+#else
 #define VC_ADDRESS_BITS 47
+#endif
 
 #define VC_NUM_CLASSES 97 /* classes 1..96, 0 is "no class" */
 #define VC_SMALL_MAX ((size_t)256 << 10)
