@@ -9,8 +9,20 @@
 # - Host symlinks are followed: the guest gets plain files at the requested paths.
 # - A library that ldd cannot find is an error, never a silent omission.
 #
+# Another architecture's guest (run-guest --arch arm64) sets, before stage_init:
+#   STAGE_BUSYBOX      that architecture's busybox-static,
+#   STAGE_BUSYBOX_RUN  how to run it here (qemu-user) to list its applets,
+#   STAGE_SYSROOT      the cross C library's root (/usr/aarch64-linux-gnu): ldd cannot
+#                      load foreign ELF files, so their libraries are found from
+#                      their DT_NEEDED entries in their RUNPATH and in
+#                      STAGE_SYSROOT/lib, and staged in the guest's /lib (the
+#                      loader's default directory).
+#
 # Functions set STAGE_ERROR and return 1 on failure.
 
+STAGE_BUSYBOX=${STAGE_BUSYBOX:-/bin/busybox}
+STAGE_BUSYBOX_RUN=${STAGE_BUSYBOX_RUN:-}
+STAGE_SYSROOT=${STAGE_SYSROOT:-}
 STAGE_ROOT=
 declare -A STAGE_DONE=()
 
@@ -23,17 +35,20 @@ stage_fail() {
 stage_init() {
 	STAGE_ROOT=$1
 	STAGE_DONE=()
-	local busybox=/bin/busybox
-	[ -x "$busybox" ] || stage_fail "no $busybox (install busybox-static)" || return 1
+	local busybox=$STAGE_BUSYBOX
+	[ -f "$busybox" ] || stage_fail "no $busybox (install busybox-static)" || return 1
 	# A dynamically linked busybox would need the host's libc in the guest before
 	# /init can run; busybox-static has no dependencies.
-	if ldd "$busybox" >/dev/null 2>&1; then
+	if LC_ALL=C readelf -l "$busybox" 2>/dev/null | grep -q 'INTERP'; then
 		stage_fail "$busybox is dynamically linked (install busybox-static)" || return 1
 	fi
 	mkdir -p "$STAGE_ROOT"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,root,etc,vm/bin,vm/cmd}
 	cp "$busybox" "$STAGE_ROOT/bin/busybox"
-	local applet
-	for applet in $("$busybox" --list); do
+	chmod 755 "$STAGE_ROOT/bin/busybox"
+	local applet applets
+	applets=$($STAGE_BUSYBOX_RUN "$busybox" --list) && [ -n "$applets" ] ||
+		stage_fail "cannot list the applets of $busybox" || return 1
+	for applet in $applets; do
 		[ "$applet" = busybox ] && continue
 		[ -e "$STAGE_ROOT/bin/$applet" ] || ln -s busybox "$STAGE_ROOT/bin/$applet"
 	done
@@ -46,10 +61,40 @@ is_elf() {
 	[ -f "$1" ] && [ "$(od -An -tx1 -N4 "$1" 2>/dev/null | tr -d ' \n')" = 7f454c46 ]
 }
 
+# stage_deps_sysroot FILE: stage_deps for a foreign ELF file (STAGE_SYSROOT set).
+stage_deps_sysroot() {
+	local file=$1 dyn interp name dirs d found
+	dyn=$(LC_ALL=C readelf -d "$file" 2>/dev/null) || return 0
+	interp=$(LC_ALL=C readelf -l "$file" 2>/dev/null |
+		sed -n 's/.*Requesting program interpreter: \(.*\)]$/\1/p')
+	if [ -n "$interp" ]; then
+		[ -e "$STAGE_SYSROOT/lib/$(basename "$interp")" ] ||
+			stage_fail "$file wants the loader $interp, not in $STAGE_SYSROOT/lib" || return 1
+		stage_file "$STAGE_SYSROOT/lib/$(basename "$interp")" "$interp" || return 1
+	fi
+	dirs=$(printf '%s\n' "$dyn" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]$/\1/p; s/.*(RPATH).*\[\(.*\)\]$/\1/p' |
+		tr ':' '\n' | sed "s#\\\$ORIGIN#$(dirname "$file")#")
+	for name in $(printf '%s\n' "$dyn" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'); do
+		found=
+		for d in $dirs "$STAGE_SYSROOT/lib"; do
+			[ -e "$d/$name" ] && found=$d/$name && break
+		done
+		[ -n "$found" ] || stage_fail "$file needs $name, found neither in its RUNPATH nor in $STAGE_SYSROOT/lib" || return 1
+		case "$found" in
+		"$STAGE_SYSROOT"/lib/*) stage_file "$found" "/lib/$name" || return 1 ;;
+		*) stage_file "$found" "$found" || return 1 ;;
+		esac
+	done
+}
+
 # stage_deps FILE: stage every shared library FILE needs, and the dynamic loader.
 stage_deps() {
 	local file=$1 out line lib
 	is_elf "$file" || return 0
+	if [ -n "$STAGE_SYSROOT" ]; then
+		stage_deps_sysroot "$file"
+		return
+	fi
 	# ldd exits non-zero for static executables and for objects it cannot load
 	# (relocatable .o files): they need nothing.
 	out=$(ldd "$file" 2>/dev/null) || return 0
