@@ -58,11 +58,7 @@ static void *malloc_large(size_t n)
 {
 	vc_ensure_init();
 	size_t pages = (n + VC_PAGE_SIZE - 1) >> VC_PAGE_SHIFT;
-	unsigned node = 0;
-	if (vc_g.nnodes > 1 && vc_g.opt.numa) {
-		int nd = vc_rseq_current_node();
-		node = nd >= 0 && (unsigned)nd < vc_g.nnodes ? (unsigned)nd : 0;
-	}
+	unsigned node = vc_current_node();
 	struct vc_span *sp = vc_pageheap_alloc(node, pages, VC_SPAN_LARGE, -1);
 	if (!sp) {
 		recover_from_oom();

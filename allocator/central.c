@@ -29,6 +29,7 @@
  * with one unused page between them.
  */
 #include "internal.h"
+#include "span_list.h"
 
 struct vc_central *vc_central_nodes[VC_MAX_NODES];
 
@@ -57,28 +58,6 @@ void vc_central_init(void)
 		}
 		vc_central_nodes[node] = ce;
 	}
-}
-
-static void span_list_push(struct vc_span **head, struct vc_span *sp)
-{
-	sp->prev = NULL;
-	sp->next = *head;
-	if (*head)
-		(*head)->prev = sp;
-	*head = sp;
-	sp->in_list = 1;
-}
-
-static void span_list_remove(struct vc_span **head, struct vc_span *sp)
-{
-	if (sp->prev)
-		sp->prev->next = sp->next;
-	else
-		*head = sp->next;
-	if (sp->next)
-		sp->next->prev = sp->prev;
-	sp->next = sp->prev = NULL;
-	sp->in_list = 0;
 }
 
 static struct vc_span *new_span(unsigned node, unsigned c, unsigned lane)
@@ -160,7 +139,7 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 			sp = new_span(node, c, lane);
 			if (!sp)
 				break;
-			span_list_push(&ce->nonempty[lane], sp);
+			vc_span_list_push(&ce->nonempty[lane], sp);
 			ce->free_objects += sp->capacity;
 		}
 		while (got < n && sp->free_list)
@@ -169,7 +148,7 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 		if (sp->lane == lane)
 			got += carve(sp, size, out + got, n - got);
 		if (!sp->free_list && sp->carved == sp->capacity)
-			span_list_remove(&ce->nonempty[sp->lane], sp);
+			vc_span_list_remove(&ce->nonempty[sp->lane], sp);
 	}
 	ce->free_objects -= got;
 	ce->span_out += got;
@@ -204,9 +183,9 @@ static void give_to_span(struct vc_central *ce, struct vc_span *sp, void *p)
 	ce->free_objects++;
 	ce->span_out--;
 	if (!sp->in_list)
-		span_list_push(&ce->nonempty[sp->lane], sp);
+		vc_span_list_push(&ce->nonempty[sp->lane], sp);
 	if (sp->allocated == 0) {
-		span_list_remove(&ce->nonempty[sp->lane], sp);
+		vc_span_list_remove(&ce->nonempty[sp->lane], sp);
 		ce->free_objects -= sp->capacity;
 		vc_pageheap_free(sp);
 	}

@@ -20,6 +20,7 @@
  * is dropped around every release.
  */
 #include "internal.h"
+#include "span_list.h"
 
 struct vc_pageheap vc_pageheaps[VC_MAX_NODES];
 
@@ -31,28 +32,6 @@ static uint64_t lend_wanted[VC_MAX_NODES];
 static unsigned list_of(size_t npages)
 {
 	return npages < VC_FREE_LISTS ? (unsigned)npages : 0;
-}
-
-static void list_push(struct vc_span **head, struct vc_span *sp)
-{
-	sp->prev = NULL;
-	sp->next = *head;
-	if (*head)
-		(*head)->prev = sp;
-	*head = sp;
-	sp->in_list = 1;
-}
-
-static void list_remove(struct vc_span **head, struct vc_span *sp)
-{
-	if (sp->prev)
-		sp->prev->next = sp->next;
-	else
-		*head = sp->next;
-	if (sp->next)
-		sp->next->prev = sp->prev;
-	sp->next = sp->prev = NULL;
-	sp->in_list = 0;
 }
 
 void vc_span_publish(struct vc_span *sp)
@@ -102,14 +81,14 @@ static struct vc_span *make_free_span(struct vc_segment *s, unsigned first, unsi
 
 static void insert_free(struct vc_pageheap *ph, struct vc_span *sp)
 {
-	list_push(&ph->free[list_of(sp->npages)], sp);
+	vc_span_list_push(&ph->free[list_of(sp->npages)], sp);
 	ph->free_bytes += (uint64_t)sp->npages << VC_PAGE_SHIFT;
 	ph->released_bytes += (uint64_t)sp->released_pages << VC_PAGE_SHIFT;
 }
 
 static void remove_free(struct vc_pageheap *ph, struct vc_span *sp)
 {
-	list_remove(&ph->free[list_of(sp->npages)], sp);
+	vc_span_list_remove(&ph->free[list_of(sp->npages)], sp);
 	ph->free_bytes -= (uint64_t)sp->npages << VC_PAGE_SHIFT;
 	ph->released_bytes -= (uint64_t)sp->released_pages << VC_PAGE_SHIFT;
 }
@@ -126,16 +105,33 @@ static struct vc_span *find_fit(struct vc_pageheap *ph, size_t npages)
 	return best;
 }
 
+/* A node's mapped segments (through next/prev; page-heap lock held). */
+static void segment_list_push(struct vc_segment **head, struct vc_segment *s)
+{
+	s->prev = NULL;
+	s->next = *head;
+	if (*head)
+		(*head)->prev = s;
+	*head = s;
+}
+
+static void segment_list_remove(struct vc_segment **head, struct vc_segment *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		*head = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	s->next = s->prev = NULL;
+}
+
 static bool grow(struct vc_pageheap *ph, unsigned node)
 {
 	struct vc_segment *s = vc_segment_map(node);
 	if (!s)
 		return false;
-	s->prev = NULL;
-	s->next = ph->segments;
-	if (ph->segments)
-		ph->segments->prev = s;
-	ph->segments = s;
+	segment_list_push(&ph->segments, s);
 	ph->mapped_bytes += VC_UNIT_SIZE;
 	unsigned first = (unsigned)VC_SEGMENT_HEADER_PAGES;
 	/* Fresh pages are not resident: count them as released until used. */
@@ -345,12 +341,7 @@ static struct vc_segment *put_free_locked(struct vc_pageheap *ph, struct vc_segm
 			for (unsigned l = 0; l < VC_CENTRAL_LANES; l++)
 				if (ph->lane_next[l].seg == s)
 					ph->lane_next[l].seg = NULL;
-			if (s->prev)
-				s->prev->next = s->next;
-			else
-				ph->segments = s->next;
-			if (s->next)
-				s->next->prev = s->prev;
+			segment_list_remove(&ph->segments, s);
 			ph->mapped_bytes -= VC_UNIT_SIZE;
 			return s;
 		}

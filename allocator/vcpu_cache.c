@@ -74,14 +74,6 @@ static inline uint64_t *header_word(uint32_t idx, unsigned c)
 	return (uint64_t *)vc_vcpu_header(vc_vcpu_region(idx), c);
 }
 
-static unsigned current_node(void)
-{
-	if (vc_g.nnodes <= 1 || !vc_g.opt.numa)
-		return 0;
-	unsigned n = (unsigned)vc_rseq_current_node();
-	return n < vc_g.nnodes ? n : 0;
-}
-
 static void note_peak(void);
 static void move_to_node(uint32_t idx, unsigned node);
 
@@ -411,7 +403,7 @@ static void *fallback_alloc(unsigned c)
 	void **slots = (void **)vc_vcpu_region(idx);
 	claim_id(idx);
 	vc_lock(&v->lock);
-	populate_locked(idx, current_node());
+	populate_locked(idx, vc_current_node());
 	uint64_t h = *hw;
 	void *p;
 	bool missed = false;
@@ -454,7 +446,7 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 	void **slots = (void **)vc_vcpu_region(idx);
 	claim_id(idx);
 	vc_lock(&v->lock);
-	populate_locked(idx, current_node());
+	populate_locked(idx, vc_current_node());
 	if (v->node != node) {
 		/* Another node's object goes home. */
 		vc_unlock(&v->lock);
@@ -509,13 +501,13 @@ void *vc_cache_alloc_slow(unsigned c)
 	if (idx >= vc_g.nvcpus) {
 		/* No usable index in this thread: go to central directly. */
 		__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
-		return vc_central_remove(current_node(), c, 0, buf, 1) ? buf[0] : NULL;
+		return vc_central_remove(vc_current_node(), c, 0, buf, 1) ? buf[0] : NULL;
 	}
 	/* The index may already be populated by a thread that ran as it before. */
 	void *p;
 	if (vc_cache_pop(c, &p))
 		return p;
-	unsigned node = current_node();
+	unsigned node = vc_current_node();
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE)) {
 		populate(idx, node);
@@ -556,7 +548,7 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
 		return;
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE)) {
-		populate(idx, current_node());
+		populate(idx, vc_current_node());
 	}
 	if (vc_g.numa_cache && v->node != node) {
 		/* A remote object goes home to its node's central list. */

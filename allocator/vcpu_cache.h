@@ -28,6 +28,16 @@ static inline struct vc_rseq_abi *vc_fast_area(void)
 	return (struct vc_rseq_abi *)(vc_rseq_thread_pointer() + vc_rseq_info_.area_offset);
 }
 
+/* The NUMA node the calling thread runs on, as the heap numbers nodes: 0 with one
+ * node or VCMALLOC_NUMA=0, and where rseq gives no valid node. */
+static inline unsigned vc_current_node(void)
+{
+	if (vc_g.nnodes <= 1 || !vc_g.opt.numa)
+		return 0;
+	unsigned n = (unsigned)vc_rseq_current_node();
+	return n < vc_g.nnodes ? n : 0;
+}
+
 /* The node tag of a vCPU region: slot 0 (class 0 has no header). */
 static inline uint32_t *vc_vcpu_node_tag(char *region)
 {
