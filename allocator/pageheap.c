@@ -198,7 +198,8 @@ static struct vc_span *lane_spot(struct vc_pageheap *ph, unsigned lane, size_t n
 	return s ? free_span_holding(s, *first, npages) : NULL;
 }
 
-static unsigned release_pass(unsigned node, uint64_t min_age_ms, size_t max_pages);
+static unsigned release_pass(unsigned node, uint64_t min_age_ms, size_t max_pages,
+			     bool marks_decay);
 
 /* Free memory across nodes. Each node's heap keeps its free pages resident for the
  * decay time, for that node's threads to reuse. But threads that the scheduler moves
@@ -219,7 +220,7 @@ static void release_for_other_node(unsigned node, uint64_t fresh_pages)
 				     __atomic_load_n(&other->released_bytes, __ATOMIC_RELAXED))
 			continue;
 		uint64_t before = __atomic_load_n(&other->released_bytes, __ATOMIC_RELAXED);
-		release_pass(n, min_age, want);
+		release_pass(n, min_age, want, false);
 		uint64_t after = __atomic_load_n(&other->released_bytes, __ATOMIC_RELAXED);
 		size_t got = after > before ? (size_t)((after - before) >> VC_PAGE_SHIFT) : 0;
 		want = got >= want ? 0 : want - got;
@@ -247,6 +248,7 @@ struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state, 
 		if (lane >= 0 && f->npages >= npages + 2 * VC_LANE_GAP)
 			first += VC_LANE_GAP;
 	}
+	__atomic_store_n(&ph->last_use_ms, vc_os_now_ms(), __ATOMIC_RELAXED);
 	const uint64_t released_before = ph->released_bytes;
 	struct vc_span *sp = take_pages(ph, f, first, (unsigned)npages);
 	/* Pages of released (or never used) memory this span will fault in. */
@@ -357,6 +359,7 @@ void vc_pageheap_free(struct vc_span *sp)
 	VC_ASSERT(sp->state == VC_SPAN_SMALL || sp->state == VC_SPAN_LARGE);
 	vc_lock(&ph->lock);
 	VC_ASSERT(s->used_pages >= sp->npages);
+	__atomic_store_n(&ph->last_use_ms, vc_os_now_ms(), __ATOMIC_RELAXED);
 	s->used_pages = (uint16_t)(s->used_pages - sp->npages);
 	sp->state = VC_SPAN_FREE;
 	sp->sizeclass = 0;
@@ -375,15 +378,16 @@ void vc_pageheap_free(struct vc_span *sp)
 /* One pass: take up to VC_DECAY_BATCH FREE spans with resident pages, idle for at
  * least min_age_ms, off the lists (DECAYING), until they hold max_pages pages; release
  * their pages unlocked, give them back as FREE. Returns how many spans. */
-static unsigned release_pass(unsigned node, uint64_t min_age_ms, size_t max_pages)
+static unsigned release_pass(unsigned node, uint64_t min_age_ms, size_t max_pages,
+			     bool marks_decay)
 {
 	struct vc_pageheap *ph = &vc_pageheaps[node];
 	struct vc_span *batch[VC_DECAY_BATCH];
 	unsigned taken = 0;
 	vc_lock(&ph->lock);
 	uint64_t now = vc_os_now_ms();
-	if (max_pages == SIZE_MAX)
-		ph->last_decay_ms = now; /* a decay pass, not a lending one */
+	if (marks_decay)
+		ph->last_decay_ms = now; /* a decay pass, not a lending or quiet-node one */
 	size_t pages = 0;
 	for (unsigned l = 0; l < VC_FREE_LISTS && taken < VC_DECAY_BATCH && pages < max_pages; l++) {
 		struct vc_span *sp = ph->free[l];
@@ -425,7 +429,7 @@ static unsigned release_pass(unsigned node, uint64_t min_age_ms, size_t max_page
 
 static unsigned decay_pass(unsigned node, bool force)
 {
-	return release_pass(node, force ? 0 : vc_g.opt.decay_ms, SIZE_MAX);
+	return release_pass(node, force ? 0 : vc_g.opt.decay_ms, SIZE_MAX, true);
 }
 
 void vc_pageheap_decay(unsigned node, bool force)
@@ -436,13 +440,31 @@ void vc_pageheap_decay(unsigned node, bool force)
 		;
 }
 
+/* Decay driven by each node's demand. A node whose heap took or gave back no span
+ * for decay/32 has no thread working there any more (its threads moved to other
+ * nodes, or stopped): its free pages idle that long are released then, not after the
+ * whole decay time, because nothing on that node will reuse them and the nodes the
+ * threads went to are growing meanwhile. Busy nodes keep the decay time. With one
+ * node this never applies. */
+static bool node_is_quiet(const struct vc_pageheap *ph, uint64_t now)
+{
+	return vc_g.nnodes > 1 &&
+	       now - __atomic_load_n(&ph->last_use_ms, __ATOMIC_RELAXED) >= vc_g.opt.decay_ms / 32;
+}
+
 void vc_pageheap_maybe_decay(uint64_t now, bool every_batch)
 {
 	for (unsigned n = 0; n < vc_g.nnodes; n++) {
 		struct vc_pageheap *ph = &vc_pageheaps[n];
-		if (ph->free_bytes > ph->released_bytes &&
-		    now - __atomic_load_n(&ph->last_decay_ms, __ATOMIC_RELAXED) >= vc_g.opt.decay_ms)
+		if (__atomic_load_n(&ph->free_bytes, __ATOMIC_RELAXED) <=
+		    __atomic_load_n(&ph->released_bytes, __ATOMIC_RELAXED))
+			continue;
+		if (now - __atomic_load_n(&ph->last_decay_ms, __ATOMIC_RELAXED) >= vc_g.opt.decay_ms)
 			while (decay_pass(n, false) == VC_DECAY_BATCH && every_batch)
+				;
+		else if (node_is_quiet(ph, now))
+			while (release_pass(n, vc_g.opt.decay_ms / 32, SIZE_MAX, false) ==
+			       VC_DECAY_BATCH)
 				;
 	}
 }

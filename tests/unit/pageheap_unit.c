@@ -11,6 +11,8 @@
  *              maintenance, the same amount of the other node's free pages idle for
  *              decay/32 released, and younger ones left resident; on one node nothing
  *              of the kind happens;
+ *   quiet node on 2 nodes, a node whose heap took or gave back no span for decay/32
+ *              has its free pages released then; a busy node keeps the decay time;
  *   deferred   neither alloc nor free makes a system call, even with pages to lend
  *              and a decay overdue: vc_pageheap_maintain does that work.
  */
@@ -252,6 +254,50 @@ static void case_lending(void)
 		vc_pageheap_free(z);
 }
 
+static void case_quiet_node(void)
+{
+	fresh_heap(2, 30000);
+	const uint64_t quiet = DECAY_MS / 32;
+	struct vc_span *x = large(1, 32), *a = large(0, 8), *b = large(0, 8);
+	if (!x || !a || !b)
+		return;
+	vc_pageheap_free(x); /* node 1's last use, at 30000 */
+	vc_pageheap_free(b); /* node 0 has free resident pages too */
+	fake_os.now_ms = 30000 + quiet - 1;
+	size_t mark = fake_os.ncalls;
+	vc_pageheap_maintain(fake_os.now_ms, false);
+	CHECK(fake_os_bytes(FAKE_RELEASE, mark) == 0, "released %zu bytes before a node is quiet",
+	      fake_os_bytes(FAKE_RELEASE, mark));
+	/* Node 0 keeps working; node 1 has been quiet for decay/32. */
+	fake_os.now_ms = 30000 + quiet;
+	struct vc_span *c = vc_pageheap_alloc(0, 2, VC_SPAN_LARGE, -1);
+	mark = fake_os.ncalls;
+	vc_pageheap_maintain(fake_os.now_ms, false);
+	size_t on_node1 = 0, on_node0 = 0;
+	for (size_t i = mark; i < fake_os.ncalls; i++)
+		if (fake_os.calls[i].kind == FAKE_RELEASE)
+			*(vc_segment_of(fake_os.calls[i].p)->node ? &on_node1 : &on_node0) +=
+				fake_os.calls[i].size;
+	CHECK(on_node1 >= 32 * VC_PAGE_SIZE, "quiet node 1: %zu bytes released", on_node1);
+	CHECK(on_node0 == 0, "busy node 0: %zu bytes released before the decay time", on_node0);
+	if (c)
+		vc_pageheap_free(c);
+	vc_pageheap_free(a);
+
+	/* One node is never "quiet": only the decay time applies. */
+	fresh_heap(1, 30000);
+	struct vc_span *y = large(0, 16), *z = large(0, 2);
+	if (!y || !z)
+		return;
+	vc_pageheap_free(y);
+	fake_os.now_ms = 30000 + DECAY_MS / 2;
+	mark = fake_os.ncalls;
+	vc_pageheap_maintain(fake_os.now_ms, false);
+	CHECK(fake_os_bytes(FAKE_RELEASE, mark) == 0, "one node released %zu bytes early",
+	      fake_os_bytes(FAKE_RELEASE, mark));
+	vc_pageheap_free(z);
+}
+
 static void case_deferred(void)
 {
 	fresh_heap(2, 20000);
@@ -285,10 +331,11 @@ int main(void)
 	case_extend();
 	case_lending();
 	case_deferred();
+	case_quiet_node();
 	if (failures) {
 		fprintf(stderr, "pageheap_unit: %d check(s) failed\n", failures);
 		return 1;
 	}
-	printf("pageheap_unit: tiling, decay, extend, lending, deferred: ok\n");
+	printf("pageheap_unit: tiling, decay, extend, lending, deferred, quiet node: ok\n");
 	return 0;
 }
