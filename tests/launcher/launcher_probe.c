@@ -14,9 +14,15 @@
 #include "vcmalloc.h"
 
 static const char *const variables[] = {
-	"VCMALLOC_INDEX",  "VCMALLOC_STATS",       "VCMALLOC_VCPU_CACHE_BYTES",
-	"VCMALLOC_RECLAIM_MS", "VCMALLOC_DECAY_MS", "VCMALLOC_NUMA",
-	"VCMALLOC_HUGE_PAGES", "LD_PRELOAD",
+	"VCMALLOC_INDEX",
+	"VCMALLOC_STATS",
+	"VCMALLOC_VCPU_CACHE_BYTES",
+	"VCMALLOC_RECLAIM_MS",
+	"VCMALLOC_DECAY_MS",
+	"VCMALLOC_NUMA",
+	"VCMALLOC_BACKGROUND",
+	"VCMALLOC_HUGE_PAGES",
+	"LD_PRELOAD",
 };
 
 static const char *index_name(enum vcmalloc_index index)

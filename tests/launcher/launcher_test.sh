@@ -9,7 +9,8 @@ trap 'rm -rf "$work"' EXIT
 failures=0
 export VCMALLOC_LIB="$lib"
 unset LD_PRELOAD VCMALLOC_INDEX VCMALLOC_STATS VCMALLOC_VCPU_CACHE_BYTES \
-	VCMALLOC_RECLAIM_MS VCMALLOC_DECAY_MS VCMALLOC_NUMA VCMALLOC_HUGE_PAGES
+	VCMALLOC_RECLAIM_MS VCMALLOC_DECAY_MS VCMALLOC_NUMA VCMALLOC_BACKGROUND \
+	VCMALLOC_HUGE_PAGES
 
 fail()
 {
@@ -57,7 +58,7 @@ fi
 
 # Each option reaches the environment; --index also the library's mode in use.
 run --index fallback --stats json --cache-bytes 2m --reclaim-ms 250 --decay-ms 5 \
-	--numa 0 --huge-pages 1 -- "$probe"
+	--numa 0 --background 0 --huge-pages 1 -- "$probe"
 expect_status 0 "all options"
 expect_line "VCMALLOC_INDEX=fallback" "--index"
 expect_line "index=fallback" "--index (library)"
@@ -66,6 +67,7 @@ expect_line "VCMALLOC_VCPU_CACHE_BYTES=2m" "--cache-bytes"
 expect_line "VCMALLOC_RECLAIM_MS=250" "--reclaim-ms"
 expect_line "VCMALLOC_DECAY_MS=5" "--decay-ms"
 expect_line "VCMALLOC_NUMA=0" "--numa"
+expect_line "VCMALLOC_BACKGROUND=0" "--background"
 expect_line "VCMALLOC_HUGE_PAGES=1" "--huge-pages"
 grep -q '^{"index": "fallback"' "$work/err" ||
 	fail "--stats json: no JSON statistics on stderr: $(cat "$work/err")"
@@ -123,6 +125,8 @@ for bad in 1s -5 1k ''; do
 done
 run --numa 2 "$probe"
 expect_error 125 "invalid value '2' for --numa" "bad --numa"
+run --background=yes "$probe"
+expect_error 125 "invalid value 'yes' for --background" "bad --background"
 run "$probe" --decay-ms
 expect_status 0 "options after the program are the program's"
 run --decay-ms
