@@ -68,10 +68,16 @@ tar -C "$src" -cf - $excludes . | tar -C "$work/vcmalloc" -xf - ||
 	fail "could not copy the source tree"
 
 step "building the packages (dpkg-buildpackage -b -us -uc)"
+# Check level 2: a symbol exported but missing from debian/libvcmalloc0.symbols
+# fails the build, as does one that disappeared (that needs a new SONAME).
 (cd "$work/vcmalloc" &&
-	DEB_BUILD_OPTIONS="parallel=${TEST_JOBS:-2}" dpkg-buildpackage -b -us -uc) \
-	>"$work/build.log" 2>&1 || {
+	DEB_BUILD_OPTIONS="parallel=${TEST_JOBS:-2}" DPKG_GENSYMBOLS_CHECK_LEVEL=2 \
+		dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1 || {
 	tail -n 60 "$work/build.log"
+	if grep -q 'dpkg-gensymbols' "$work/build.log"; then
+		echo "The exported symbols differ from debian/libvcmalloc0.symbols: add new ones"
+		echo "there with the version that introduced them (see the diff above)."
+	fi
 	fail "dpkg-buildpackage failed"
 }
 step "built"
