@@ -49,12 +49,19 @@ static uint32_t parked;
  * so three empty rounds mean nothing more will become releasable by waiting. */
 #define VC_IDLE_ROUNDS_TO_PARK 3
 
-void vc_maintain(void)
+/* What is due of the page heap's work, the huge-block decay and the reclaim tick;
+ * the page heap's aged spans all at once (every_batch) or one batch per node. */
+static void run_due_work(bool every_batch)
 {
 	uint64_t now = vc_os_now_ms();
-	vc_pageheap_maintain(now, false);
+	vc_pageheap_maintain(now, every_batch);
 	vc_huge_maybe_decay(now);
 	vc_cache_tick();
+}
+
+void vc_maintain(void)
+{
+	run_due_work(false);
 	/* A relaxed load on every slow path; the exchange and the system call only
 	 * when the thread sleeps. A wake-up lost to a race with the thread parking is
 	 * made by the next slow path. */
@@ -74,10 +81,7 @@ static uint64_t period_ms(void)
 /* One round; true when something is still populated, resident or cached. */
 static bool round_leaves_work(void)
 {
-	uint64_t now = vc_os_now_ms();
-	vc_pageheap_maintain(now, true);
-	vc_huge_maybe_decay(now);
-	vc_cache_tick();
+	run_due_work(true);
 	return __atomic_load_n(&vc_cache_populated_now, __ATOMIC_RELAXED) != 0 ||
 	       vc_pageheap_holds_resident_free() ||
 	       __atomic_load_n(&vc_huge_cached_bytes, __ATOMIC_RELAXED) != 0;
