@@ -196,14 +196,22 @@ static long arena_of(const struct io *io)
 	return i < narenas() ? (long)i : -2;
 }
 
-static int ctl_arena_purge(struct io *io)
+/* The checks of an arena.<i>.<action>: 0 with *a the arena (-1: all), or the error. */
+static int arena_action(const struct io *io, long *a)
 {
 	int e = action_only(io);
-	long a = arena_of(io);
+	*a = arena_of(io);
 	if (e)
 		return e;
-	if (a == -2)
-		return ENOENT;
+	return *a == -2 ? ENOENT : 0;
+}
+
+static int ctl_arena_purge(struct io *io)
+{
+	long a;
+	int e = arena_action(io, &a);
+	if (e)
+		return e;
 	if (a == -1) {
 		/* Every arena: the vCPU caches' objects are free memory of the whole
 		 * process (not of one thread, as jemalloc's thread caches are), and a
@@ -221,12 +229,10 @@ static int ctl_arena_purge(struct io *io)
 
 static int ctl_arena_decay(struct io *io)
 {
-	int e = action_only(io);
-	long a = arena_of(io);
+	long a;
+	int e = arena_action(io, &a);
 	if (e)
 		return e;
-	if (a == -2)
-		return ENOENT;
 	/* Pages free for longer than the decay time go back; newer ones stay. */
 	for (unsigned n = 0; n < narenas(); n++)
 		if (a == -1 || (unsigned)a == n)
