@@ -2,21 +2,14 @@
  * refill and overflow, capacity budgeting, drain and reclaim, and the locked
  * fallback mode.
  *
- * Memory: vc_g.vcpu_regions reserves VC_VCPU_REGION bytes of address space (every
- * 2^VC_VCPU_STRIDE_SHIFT bytes) for
- * every possible vCPU id, and vc_g.vcpus one state each; nothing of a region is
- * resident until its id is first used ("populated"). A populated region holds one
- * header word per class (slots 0..127) and each class's slot array at
- * vc_classes[c].slot_base. Draining a vCPU returns its objects to the central
- * layer and its pages to the OS, so cost follows the ids in use.
+ * Memory: the regions and their header words belong to vcpu_slab.c (layout, states
+ * and who moves them: vcpu_slab.h); vc_g.vcpus holds one state per id. Nothing of a
+ * region is resident until its id is first used ("populated": the region is open).
+ * Draining a vCPU returns its objects to the central layer and its pages to the OS,
+ * so cost follows the ids in use.
  *
  * Who writes what:
- *   header.current  critical sections of the thread currently running as the id
- *                   (rseq modes), or holders of vcpu->lock (fallback mode);
- *   whole header    populate (0 -> initial, lock held; no critical section can
- *                   commit on a zero header), resize (a critical section on the
- *                   owning id, cmpeq_store, lock held), drain (CAS to the stop
- *                   word, then the rseq fence, lock held; see vc_rseq_stack);
+ *   header words    vcpu_slab.c's operations (vcpu_slab.h);
  *   vcpu fields     under vcpu->lock, except slow_events / misses / pressure
  *                   (relaxed atomics; the reclaim tick zeroes pressure).
  */
@@ -61,19 +54,6 @@ void vc_cache_init(void)
 	__atomic_store_n(&last_reclaim_ms, vc_os_now_ms(), __ATOMIC_RELAXED);
 }
 
-static inline uint64_t header_pack(uint16_t current, uint16_t begin, uint16_t end)
-{
-	return (uint64_t)current | ((uint64_t)begin << 32) | ((uint64_t)end << 48);
-}
-static inline uint16_t h_current(uint64_t h) { return (uint16_t)h; }
-static inline uint16_t h_begin(uint64_t h) { return (uint16_t)(h >> 32); }
-static inline uint16_t h_end(uint64_t h) { return (uint16_t)(h >> 48); }
-
-static inline uint64_t *header_word(uint32_t idx, unsigned c)
-{
-	return (uint64_t *)vc_vcpu_header(vc_vcpu_region(idx), c);
-}
-
 static void note_peak(void);
 static void move_to_node(uint32_t idx, unsigned node);
 
@@ -95,16 +75,9 @@ static void populate_locked(uint32_t idx, unsigned node)
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	if (v->populated)
 		return;
-	/* A region not populated is all zero: never touched, or released by drain_finish
-	 * after its fence. A non-zero header here is a critical section that committed
-	 * into a drained region (see VC_RSEQ_ASM_LOAD_HEADER in rseq/arch/x86_64.h). */
-	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
-		VC_ASSERT(__atomic_load_n(header_word(idx, c), __ATOMIC_RELAXED) == 0);
-	__atomic_store_n(vc_vcpu_node_tag(vc_vcpu_region(idx)), node, __ATOMIC_RELAXED);
+	vc_slab_open(idx, node);
 	v->node = (uint8_t)node;
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-		uint16_t b = (uint16_t)vc_classes[c].slot_base;
-		__atomic_store_n(header_word(idx, c), header_pack(b, b, b), __ATOMIC_RELEASE);
 		v->capacity[c] = 0;
 		v->misses[c] = 0;
 	}
@@ -160,11 +133,8 @@ void vc_cache_stats(struct vcmalloc_stats *st)
 		if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
 			continue;
 		bytes += (uint64_t)touched_pages(v) * VC_OS_PAGE;
-		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-			uint64_t h = __atomic_load_n(header_word(idx, c), __ATOMIC_RELAXED);
-			if (h_current(h) > h_begin(h))
-				objects += (uint64_t)(h_current(h) - h_begin(h)) * vc_classes[c].size;
-		}
+		for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
+			objects += (uint64_t)vc_slab_count(idx, c) * vc_classes[c].size;
 	}
 	/* The state array is touched up to the highest populated id. */
 	uint64_t total = bytes + objects;
@@ -194,45 +164,10 @@ static void set_capacity(struct vc_vcpu *v, unsigned c, unsigned cap)
  * Lock of idx held. Returns false when the thread moved or the header changed. */
 static bool resize(struct vc_rseq_abi *rs, uint32_t idx, unsigned c, unsigned cap)
 {
-#if VC_RSEQ_NO_CRITICAL_SECTIONS
-	/* Never reached: without critical sections only fallback mode runs. */
-	(void)rs, (void)idx, (void)c, (void)cap;
-	return false;
-#else
-	const int ix = vc_g.rseq_index;
-	uint64_t *hw = header_word(idx, c);
-	struct vc_rseq_stack *hdr = (struct vc_rseq_stack *)hw;
-	char *region = vc_vcpu_region(idx);
-	for (int tries = 0; tries < 4; tries++) {
-		uint64_t h = __atomic_load_n(hw, __ATOMIC_ACQUIRE);
-		if (h == 0)
-			return false;
-		uint16_t b = h_begin(h), cur = h_current(h);
-		uint16_t end = (uint16_t)(b + cap);
-		if (cur > end) {
-			/* Shrinking below the objects held: take the excess out first. */
-			void *buf[VC_BATCH_MAX];
-			uint32_t want = cur - end, got = 0;
-			if (want > VC_BATCH_MAX)
-				want = VC_BATCH_MAX;
-			int r = vc_rseq_pop_batch(ix, rs, idx, hdr, region, buf, want, &got);
-			if (r < 0)
-				return false;
-			if (r == 0)
-				vc_central_insert(c, buf, got);
-			continue;
-		}
-		uint64_t nh = header_pack(cur, b, end);
-		int r = vc_rseq_cmpeq_store(ix, rs, idx, hw, h, nh);
-		if (r == 0) {
-			set_capacity(&vc_g.vcpus[idx], c, cap);
-			return true;
-		}
-		if (r < 0)
-			return false;
-	}
-	return false;
-#endif
+	if (!vc_slab_resize(rs, idx, c, cap, vc_central_insert))
+		return false;
+	set_capacity(&vc_g.vcpus[idx], c, cap);
+	return true;
 }
 
 /* Capacity is granted in steps of about 16 KiB (one batch for small objects, a
@@ -381,55 +316,45 @@ static uint32_t fallback_shard(void)
 	return (uint32_t)(cpu < 0 ? 0 : cpu) % vc_g.nvcpus;
 }
 
-/* Grow class c's capacity by a step within the budget; returns the new header
- * (h itself when it cannot grow). Lock held. */
-static uint64_t fallback_grow(struct vc_vcpu *v, unsigned c, uint64_t h)
+/* Grow class c's capacity by a step within the budget; false when it cannot grow.
+ * Lock held. */
+static bool fallback_grow(uint32_t idx, unsigned c)
 {
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	const struct vc_class_info *ci = &vc_classes[c];
 	unsigned cap = v->capacity[c];
 	unsigned step = grow_step(c);
 	if (cap >= ci->max_slots || v->capacity_bytes + (uint64_t)step * ci->size > v->budget)
-		return h;
+		return false;
 	cap = cap + step > ci->max_slots ? ci->max_slots : cap + step;
 	set_capacity(v, c, cap);
-	return header_pack(h_current(h), h_begin(h), (uint16_t)(h_begin(h) + cap));
+	vc_slab_locked_set_capacity(idx, c, cap);
+	return true;
 }
 
 static void *fallback_alloc(unsigned c)
 {
 	uint32_t idx = fallback_shard();
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	uint64_t *hw = header_word(idx, c);
-	void **slots = (void **)vc_vcpu_region(idx);
 	claim_id(idx);
 	vc_lock(&v->lock);
 	populate_locked(idx, vc_current_node());
-	uint64_t h = *hw;
 	void *p;
 	bool missed = false;
-	if (h_current(h) > h_begin(h)) {
-		p = slots[h_current(h) - 1];
-		*hw = h - 1;
-	} else {
+	if (!vc_slab_locked_pop(idx, c, &p)) {
 		missed = true;
 		count_slow_event(v, c);
-		const struct vc_class_info *ci = &vc_classes[c];
-		h = fallback_grow(v, c, h);
+		fallback_grow(idx, c);
 		void *buf[VC_BATCH_MAX];
-		unsigned n = vc_central_remove(v->node, c, idx, buf, ci->batch);
+		unsigned n = vc_central_remove(v->node, c, idx, buf, vc_classes[c].batch);
 		if (n == 0) {
-			*hw = h;
 			vc_unlock(&v->lock);
 			return NULL;
 		}
 		p = buf[0];
-		unsigned i = 1;
-		uint16_t cur = h_current(h);
-		while (i < n && cur < h_end(h))
-			slots[cur++] = buf[i++];
-		*hw = header_pack(cur, h_begin(h), h_end(h));
-		if (i < n)
-			vc_central_insert(c, buf + i, n - i);
+		unsigned kept = 1 + vc_slab_locked_push(idx, c, buf + 1, n - 1);
+		if (kept < n)
+			vc_central_insert(c, buf + kept, n - kept);
 	}
 	vc_unlock(&v->lock);
 	__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
@@ -442,8 +367,6 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 {
 	uint32_t idx = fallback_shard();
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	uint64_t *hw = header_word(idx, c);
-	void **slots = (void **)vc_vcpu_region(idx);
 	claim_id(idx);
 	vc_lock(&v->lock);
 	populate_locked(idx, vc_current_node());
@@ -453,34 +376,16 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 		vc_central_insert(c, &p, 1);
 		return;
 	}
-	uint64_t h = *hw;
-	bool missed = h_current(h) >= h_end(h);
+	bool missed = vc_slab_locked_full(idx, c);
 	if (missed) {
 		count_slow_event(v, c);
-		const struct vc_class_info *ci = &vc_classes[c];
-		uint64_t grown = fallback_grow(v, c, h);
-		if (grown != h) {
-			h = grown;
-		} else {
-			/* Full: hand the top batch to central. */
-			unsigned n = ci->batch;
-			uint16_t cur = h_current(h);
-			if (n > (unsigned)(cur - h_begin(h)))
-				n = cur - h_begin(h);
-			cur = (uint16_t)(cur - n);
-			if (n)
-				vc_central_insert(c, &slots[cur], n);
-			h = header_pack(cur, h_begin(h), h_end(h));
-		}
+		/* Full: grow, or hand the top batch to central. */
+		if (!fallback_grow(idx, c))
+			vc_slab_locked_spill_top(idx, c, vc_classes[c].batch, vc_central_insert);
 	}
-	if (h_current(h) < h_end(h)) {
-		slots[h_current(h)] = p;
-		h++;
-		p = NULL;
-	}
-	*hw = h;
+	bool kept = vc_slab_locked_push(idx, c, &p, 1) == 1;
 	vc_unlock(&v->lock);
-	if (p)
+	if (!kept)
 		vc_central_insert(c, &p, 1);
 	__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
 	if (missed)
@@ -594,17 +499,6 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
  * every CPU running the process: one per group, not one per vCPU). */
 #define VC_DRAIN_GROUP 16
 
-/* idx's lock held: stop every class (see struct vc_rseq_stack). No resize can be
- * in flight: resizes hold this vCPU's lock. Returns true when some header was not
- * stopped yet (a late single-object commit made it live again). */
-static bool stop_all_locked(uint32_t idx)
-{
-	bool stopped_now = false;
-	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
-		stopped_now |= vc_rseq_stack_stop(header_word(idx, c));
-	return stopped_now;
-}
-
 /* Phase 1: lock idx and stop it. Returns false (lock released) when idx is not
  * populated; otherwise the lock stays held. */
 static bool drain_stop(uint32_t idx)
@@ -615,26 +509,17 @@ static bool drain_stop(uint32_t idx)
 		vc_unlock(&v->lock);
 		return false;
 	}
-	stop_all_locked(idx);
+	vc_slab_stop(idx);
 	return true;
 }
 
-/* Phase 2, after the fence (rseq modes; in fallback mode the lock held is enough):
- * sections that read a live header before the stop are aborted or have committed,
- * so the low 16 bits of each stopped word are the final `current`; a class's slots
- * begin at its slot_base. Moves the objects out (each goes home to its node's
- * central list); the headers stay stopped. */
+/* Phase 2, after the fence: the objects go home (each to its node's central list),
+ * the headers stay stopped, the capacities are zero. */
 static void drain_move_objects(uint32_t idx)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	void **slots = (void **)vc_vcpu_region(idx);
+	vc_slab_take(idx, vc_central_insert);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-		uint64_t h = __atomic_load_n(header_word(idx, c), __ATOMIC_ACQUIRE);
-		VC_ASSERT_ALWAYS(vc_rseq_stack_is_stopped(h));
-		uint32_t begin = vc_classes[c].slot_base, current = h_current(h);
-		VC_ASSERT(current >= begin && current <= begin + vc_classes[c].max_slots);
-		if (current > begin)
-			vc_central_insert(c, &slots[begin], current - begin);
 		v->capacity[c] = 0;
 		v->misses[c] = 0;
 	}
@@ -648,7 +533,7 @@ static void drain_finish(uint32_t idx)
 	drain_move_objects(idx);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
 		__atomic_store_n(&v->high_water[c], 0, __ATOMIC_RELAXED);
-	vc_os_release(vc_vcpu_region(idx), VC_VCPU_REGION);
+	vc_slab_release(idx);
 	__atomic_store_n(&v->populated, 0, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&vc_cache_reclaims, 1, __ATOMIC_RELAXED);
@@ -660,24 +545,6 @@ static void drain_finish(uint32_t idx)
 static bool can_stop_others(void)
 {
 	return vc_g.mode == VCMALLOC_INDEX_FALLBACK || vc_rseq_info_.fence;
-}
-
-/* After stopping ids[0..n) (locks held): wait out the critical sections that read a
- * live header. A single-object commit landing between the stop and the fence makes
- * its header live again (rseq.h): stop those again and fence again, until a fence
- * passes with every header still stopped. In fallback mode the locks are enough. */
-static void wait_out_sections(const uint32_t *ids, unsigned n)
-{
-	if (vc_g.mode == VCMALLOC_INDEX_FALLBACK)
-		return;
-	for (;;) {
-		vc_rseq_fence();
-		bool again = false;
-		for (unsigned i = 0; i < n; i++)
-			again |= stop_all_locked(ids[i]);
-		if (!again)
-			return;
-	}
 }
 
 /* Drain the vCPUs of idx[0..n) (n <= VC_DRAIN_GROUP, increasing: the locks are
@@ -693,7 +560,7 @@ static int drain_group(const uint32_t *idx, unsigned n)
 			stopped[k++] = idx[i];
 	if (k == 0)
 		return 0;
-	wait_out_sections(stopped, k);
+	vc_slab_fence(stopped, k);
 	for (unsigned i = 0; i < k; i++)
 		drain_finish(stopped[i]);
 	return (int)k;
@@ -719,13 +586,10 @@ static void move_to_node(uint32_t idx, unsigned node)
 		note_peak();
 		return;
 	}
-	stop_all_locked(idx);
-	wait_out_sections(&idx, 1);
+	vc_slab_stop(idx);
+	vc_slab_fence(&idx, 1);
 	drain_move_objects(idx);
-	/* Stopped -> zero -> open: every section reads its header in one load, so it
-	 * sees one of the three, and only the last lets it in. */
-	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
-		__atomic_store_n(header_word(idx, c), 0, __ATOMIC_RELEASE);
+	vc_slab_clear(idx);
 	v->populated = 0;
 	__atomic_sub_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
 	populate_locked(idx, node);
@@ -738,7 +602,7 @@ static uint64_t header_sum(uint32_t idx)
 {
 	uint64_t s = 0;
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
-		s = s * 31 + __atomic_load_n(header_word(idx, c), __ATOMIC_RELAXED);
+		s = s * 31 + __atomic_load_n(vc_slab_word(idx, c), __ATOMIC_RELAXED);
 	return s;
 }
 

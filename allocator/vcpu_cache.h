@@ -12,16 +12,7 @@
 
 #include "internal.h"
 #include "rseq.h"
-
-static inline char *vc_vcpu_region(uint32_t idx)
-{
-	return vc_g.vcpu_regions + ((size_t)idx << VC_VCPU_STRIDE_SHIFT);
-}
-
-static inline struct vc_rseq_stack *vc_vcpu_header(char *region, unsigned c)
-{
-	return (struct vc_rseq_stack *)region + c;
-}
+#include "vcpu_slab.h"
 
 static inline struct vc_rseq_abi *vc_fast_area(void)
 {
@@ -36,12 +27,6 @@ static inline unsigned vc_current_node(void)
 		return 0;
 	unsigned n = (unsigned)vc_rseq_current_node();
 	return n < vc_g.nnodes ? n : 0;
-}
-
-/* The node tag of a vCPU region: slot 0 (class 0 has no header). */
-static inline uint32_t *vc_vcpu_node_tag(char *region)
-{
-	return (uint32_t *)region;
 }
 
 /* vc_g.fast selects the fast path: index field, and whether the caches are

@@ -163,26 +163,73 @@ struct vc_rseq_stack {
 	uint16_t begin;
 	uint16_t end;
 } __attribute__((aligned(8)));
-/* The sections (arch/<arch>.h) and the stop word read the header as one 64-bit
- * little-endian word: current in bits 0-15, begin in 32-47, end in 48-63; batch
- * commits store the 16 bits of current at offset 0. */
+/* The header word: the one definition of its format. The sections (arch/<arch>.h,
+ * which shift by these constants), the allocator and the tests read and build it
+ * only through what follows. Little-endian 64-bit word: current in bits 0-15, begin
+ * in 32-47, end in 48-63, bits 16-31 zero; batch commits store the 16 bits of
+ * current at offset 0. */
+#define VC_RSEQ_STACK_CURRENT_SHIFT 0
+#define VC_RSEQ_STACK_BEGIN_SHIFT 32
+#define VC_RSEQ_STACK_END_SHIFT 48
+#define VC_RSEQ_STACK_FIELD_MASK 0xffff
 _Static_assert(sizeof(struct vc_rseq_stack) == 8 && _Alignof(struct vc_rseq_stack) == 8,
 	       "a stack header is one aligned 64-bit word");
-_Static_assert(offsetof(struct vc_rseq_stack, current) == 0 &&
-		   offsetof(struct vc_rseq_stack, begin) == 4 &&
-		   offsetof(struct vc_rseq_stack, end) == 6,
-	       "current, begin, end at bits 0, 32, 48 of the header word");
+_Static_assert(offsetof(struct vc_rseq_stack, current) * 8 == VC_RSEQ_STACK_CURRENT_SHIFT &&
+		   offsetof(struct vc_rseq_stack, begin) * 8 == VC_RSEQ_STACK_BEGIN_SHIFT &&
+		   offsetof(struct vc_rseq_stack, end) * 8 == VC_RSEQ_STACK_END_SHIFT,
+	       "the struct's fields sit at the word's shifts (little-endian)");
+_Static_assert(sizeof(((struct vc_rseq_stack *)0)->current) * 8 == 16 &&
+		   VC_RSEQ_STACK_FIELD_MASK == UINT16_MAX,
+	       "positions are 16 bits");
+
+static inline uint64_t vc_rseq_stack_word(uint16_t current, uint16_t begin, uint16_t end)
+{
+	return (uint64_t)current << VC_RSEQ_STACK_CURRENT_SHIFT |
+	       (uint64_t)begin << VC_RSEQ_STACK_BEGIN_SHIFT |
+	       (uint64_t)end << VC_RSEQ_STACK_END_SHIFT;
+}
+static inline uint16_t vc_rseq_stack_current(uint64_t w)
+{
+	return (uint16_t)(w >> VC_RSEQ_STACK_CURRENT_SHIFT);
+}
+static inline uint16_t vc_rseq_stack_begin(uint64_t w)
+{
+	return (uint16_t)(w >> VC_RSEQ_STACK_BEGIN_SHIFT);
+}
+static inline uint16_t vc_rseq_stack_end(uint64_t w)
+{
+	return (uint16_t)(w >> VC_RSEQ_STACK_END_SHIFT);
+}
+/* The same word as a struct, and back. */
+static inline uint64_t vc_rseq_stack_pack(struct vc_rseq_stack h)
+{
+	return vc_rseq_stack_word(h.current, h.begin, h.end) |
+	       (uint64_t)h.reserved << 16;
+}
+static inline struct vc_rseq_stack vc_rseq_stack_unpack(uint64_t w)
+{
+	return (struct vc_rseq_stack){.current = vc_rseq_stack_current(w),
+				      .reserved = (uint16_t)(w >> 16),
+				      .begin = vc_rseq_stack_begin(w),
+				      .end = vc_rseq_stack_end(w)};
+}
+/* The header as the word compare-and-swap and cmpeq_store work on. */
+static inline uint64_t *vc_rseq_stack_word_of(struct vc_rseq_stack *h)
+{
+	return (uint64_t *)(void *)h;
+}
 
 #define VC_RSEQ_STACK_STOPPED_BEGIN 0xffffu
 
+/* The stop word of a header: its current kept, begin 0xffff, end 0. */
 static inline uint64_t vc_rseq_stack_stop_word(uint64_t live)
 {
-	return (live & 0xffffu) | ((uint64_t)VC_RSEQ_STACK_STOPPED_BEGIN << 32);
+	return vc_rseq_stack_word(vc_rseq_stack_current(live), VC_RSEQ_STACK_STOPPED_BEGIN, 0);
 }
 
 static inline bool vc_rseq_stack_is_stopped(uint64_t h)
 {
-	return (uint16_t)(h >> 32) == VC_RSEQ_STACK_STOPPED_BEGIN && (uint16_t)(h >> 48) == 0;
+	return vc_rseq_stack_begin(h) == VC_RSEQ_STACK_STOPPED_BEGIN && vc_rseq_stack_end(h) == 0;
 }
 
 /* Stop the stack whose header word is *word (compare-and-swap to the stop word of

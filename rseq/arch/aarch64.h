@@ -73,6 +73,12 @@
 #define VC_RSEQ_INJECT_CLOBBERS
 #endif
 
+/* The header word's format is rseq.h's: begin and end are extracted at its
+ * shifts; current is the low 16 bits (and #0xffff), which the batch commits store
+ * alone (stlrh). */
+_Static_assert(VC_RSEQ_STACK_CURRENT_SHIFT == 0 && VC_RSEQ_STACK_FIELD_MASK == 0xffff,
+	       "current is the word's low 16 bits");
+
 /* The stack header is read with one 64-bit load into x10, never field by field: a
  * section must see one state of the header (see VC_RSEQ_ASM_LOAD_HEADER in
  * arch/x86_64.h and the stop protocol in rseq.h). x12 gets `current`. */
@@ -83,12 +89,12 @@
  * (current <= begin) or, for the second, full (current >= end). */
 #define VC_RSEQ_ASM_HEADER_OR_EMPTY                                                     \
 	VC_RSEQ_ASM_LOAD_HEADER                                                         \
-	"ubfx x11, x10, #32, #16\n\t" /* begin */                                       \
+	"ubfx x11, x10, #" VC_RSEQ_STR(VC_RSEQ_STACK_BEGIN_SHIFT) ", #16\n\t" /* begin */ \
 	"cmp x12, x11\n\t"                                                              \
 	"b.ls %l[cmpfail]\n\t"
 #define VC_RSEQ_ASM_HEADER_OR_FULL                                                      \
 	VC_RSEQ_ASM_LOAD_HEADER                                                         \
-	"lsr x11, x10, #48\n\t" /* end */                                               \
+	"lsr x11, x10, #" VC_RSEQ_STR(VC_RSEQ_STACK_END_SHIFT) "\n\t" /* end */         \
 	"cmp x12, x11\n\t"                                                              \
 	"b.hs %l[cmpfail]\n\t"
 
@@ -198,7 +204,7 @@ _Static_assert(VC_RSEQ_SIG == VC_RSEQ_SIG_ASM, "the signature in the code is the
 	{                                                                               \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
 			     VC_RSEQ_ASM_LOAD_HEADER                                    \
-			     "ubfx x11, x10, #32, #16\n\t" /* begin */                  \
+			     "ubfx x11, x10, #" VC_RSEQ_STR(VC_RSEQ_STACK_BEGIN_SHIFT) ", #16\n\t" \
 			     "subs x13, x12, x11\n\t" /* available */                   \
 			     "b.ls %l[cmpfail]\n\t"                                     \
 			     "cmp w13, %w[n]\n\t"                                       \
@@ -235,7 +241,7 @@ _Static_assert(VC_RSEQ_SIG == VC_RSEQ_SIG_ASM, "the signature in the code is the
 	{                                                                               \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
 			     VC_RSEQ_ASM_LOAD_HEADER                                    \
-			     "lsr x11, x10, #48\n\t" /* end */                          \
+			     "lsr x11, x10, #" VC_RSEQ_STR(VC_RSEQ_STACK_END_SHIFT) "\n\t" \
 			     "subs x13, x11, x12\n\t" /* room */                        \
 			     "b.ls %l[cmpfail]\n\t"                                     \
 			     "cmp w13, %w[n]\n\t"                                       \

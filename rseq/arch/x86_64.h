@@ -44,6 +44,10 @@
 #define VC_RSEQ_INJECT_CLOBBERS
 #endif
 
+/* The header word's format is rseq.h's: begin and end are shifted out by its
+ * constants; current is the low 16 bits (ax), which the batch commits store alone. */
+_Static_assert(VC_RSEQ_STACK_CURRENT_SHIFT == 0, "current is the word's low 16 bits");
+
 /* The stack header is read with one 64-bit load into rax (and a copy in rdx), never
  * field by field: a section must see one state of the header. Reading `current` and
  * `begin`/`end` with two loads lets a section that starts after a drain's stop
@@ -59,12 +63,12 @@
  * (current <= begin) or, for the second, full (current >= end). Clobber rdx. */
 #define VC_RSEQ_ASM_HEADER_OR_EMPTY                                                     \
 	VC_RSEQ_ASM_LOAD_HEADER                                                         \
-	"shrq $32, %%rdx\n\t" /* dx = begin */                                          \
+	"shrq $" VC_RSEQ_STR(VC_RSEQ_STACK_BEGIN_SHIFT) ", %%rdx\n\t" /* dx = begin */  \
 	"cmpw %%dx, %%ax\n\t"                                                           \
 	"jbe %l[cmpfail]\n\t"
 #define VC_RSEQ_ASM_HEADER_OR_FULL                                                      \
 	VC_RSEQ_ASM_LOAD_HEADER                                                         \
-	"shrq $48, %%rdx\n\t" /* dx = end */                                            \
+	"shrq $" VC_RSEQ_STR(VC_RSEQ_STACK_END_SHIFT) ", %%rdx\n\t" /* dx = end */      \
 	"cmpw %%dx, %%ax\n\t"                                                           \
 	"jae %l[cmpfail]\n\t"
 
@@ -170,7 +174,7 @@
 	{                                                                               \
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
 			     VC_RSEQ_ASM_LOAD_HEADER                                    \
-			     "shrq $32, %%rdx\n\t"                                      \
+			     "shrq $" VC_RSEQ_STR(VC_RSEQ_STACK_BEGIN_SHIFT) ", %%rdx\n\t" \
 			     "movzwl %%dx, %%edx\n\t" /* begin */                       \
 			     "movzwl %%ax, %%eax\n\t" /* current */                     \
 			     "movl %%eax, %%r8d\n\t"                                    \
@@ -213,7 +217,7 @@
 		__asm__ goto(VC_RSEQ_ASM_PROLOGUE(field_off)                            \
 			     VC_RSEQ_ASM_LOAD_HEADER                                    \
 			     "movq %%rax, %%r8\n\t"                                     \
-			     "shrq $48, %%r8\n\t" /* end */                             \
+			     "shrq $" VC_RSEQ_STR(VC_RSEQ_STACK_END_SHIFT) ", %%r8\n\t" /* end */ \
 			     "movzwl %%ax, %%eax\n\t" /* current */                     \
 			     "subl %%eax, %%r8d\n\t" /* room */                         \
 			     "jbe %l[cmpfail]\n\t"                                      \

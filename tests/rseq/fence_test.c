@@ -107,7 +107,7 @@ static struct {
  * stop changes only `current` and leaves the stack stopped. `current` is kept. */
 static uint64_t stopped_word(struct vc_rseq_stack live)
 {
-	return stack_header_pack((struct vc_rseq_stack){.current = live.current, .begin = 0xffff});
+	return vc_rseq_stack_stop_word(vc_rseq_stack_pack(live));
 }
 
 static void fence_now(void)
@@ -123,9 +123,9 @@ static void fence_now(void)
 static bool drain(unsigned i)
 {
 	struct per_index *st = &set.at[i];
-	uint64_t *word = stack_header_word(&st->hdr);
+	uint64_t *word = vc_rseq_stack_word_of(&st->hdr);
 	uint64_t old = stack_header_load(&st->hdr);
-	struct vc_rseq_stack live = stack_header_unpack(old);
+	struct vc_rseq_stack live = vc_rseq_stack_unpack(old);
 	uint64_t stop = zero_stop ? 0 : stopped_word(live);
 	if (live.begin != STACK_BEGIN ||
 	    !__atomic_compare_exchange_n(word, &old, stop, false, __ATOMIC_ACQ_REL,
@@ -148,8 +148,8 @@ static bool drain(unsigned i)
 			fence_now();
 			now = stack_header_load(&st->hdr);
 		}
-		struct vc_rseq_stack h = stack_header_unpack(now);
-		CHECK(h.begin == 0xffff && h.end == 0 && h.reserved == 0,
+		struct vc_rseq_stack h = vc_rseq_stack_unpack(now);
+		CHECK(h.begin == VC_RSEQ_STACK_STOPPED_BEGIN && h.end == 0 && h.reserved == 0,
 		      "stack %u: stopped header became %#llx", i, (unsigned long long)now);
 		dr.completed_in_flight += h.current != current;
 		current = h.current;
@@ -173,7 +173,7 @@ static bool drain(unsigned i)
 	pthread_mutex_unlock(&pool_lock);
 	if (current > live.begin)
 		dr.taken += current - live.begin;
-	uint64_t reopened = stack_header_pack(
+	uint64_t reopened = vc_rseq_stack_pack(
 	    (struct vc_rseq_stack){.current = live.begin, .begin = live.begin, .end = live.end});
 	if (!__atomic_compare_exchange_n(word, &now, reopened, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED)) {

@@ -211,7 +211,8 @@ static void stack_semantics(enum vc_rseq_index ix, const char *name)
 	for (int z = 0; z < 1 + (int)(sizeof currents / sizeof currents[0]); z++) {
 		bool zero = z == 0;
 		unsigned cur = zero ? 0 : currents[z - 1];
-		struct vc_rseq_stack stop = {.current = (uint16_t)cur, .begin = zero ? 0 : 0xffff};
+		struct vc_rseq_stack stop = vc_rseq_stack_unpack(
+		    zero ? 0 : vc_rseq_stack_stop_word(vc_rseq_stack_word((uint16_t)cur, 0, 0)));
 		for (int k = 0; k < SLOTS; k++)
 			f.region[k] = GUARD(k);
 		f.h = stop;

@@ -147,14 +147,14 @@ void stack_resize(const struct stack_set *s, uint64_t *rng, struct stack_counts 
 		uint32_t i;
 		struct per_index *st = current_stack(s, rs, &i);
 		uint64_t old = stack_header_load(&st->hdr);
-		struct vc_rseq_stack h = stack_header_unpack(old);
+		struct vc_rseq_stack h = vc_rseq_stack_unpack(old);
 		unsigned lo = h.current > STACK_BEGIN + 1 ? h.current : STACK_BEGIN + 1;
 		if (h.begin != STACK_BEGIN || lo > STACK_END_MAX)
 			FATAL("%s stack %u has a corrupt header {%u, %u, %u}", s->name, i,
 			      h.current, h.begin, h.end);
 		h.end = (uint16_t)(lo + rng_next(rng) % (STACK_END_MAX - lo + 1));
-		int r = vc_rseq_cmpeq_store(s->ix, rs, i, stack_header_word(&st->hdr), old,
-					    stack_header_pack(h));
+		int r = vc_rseq_cmpeq_store(s->ix, rs, i, vc_rseq_stack_word_of(&st->hdr), old,
+					    vc_rseq_stack_pack(h));
 		if (r >= 0) {
 			c->resizes += r == 0;
 			c->resize_stale += r == 1;
@@ -184,20 +184,6 @@ uint64_t stack_header_load(const struct vc_rseq_stack *h)
 	return __atomic_load_n((const uint64_t *)(const void *)h, __ATOMIC_ACQUIRE);
 }
 
-uint64_t stack_header_pack(struct vc_rseq_stack h)
-{
-	uint64_t w;
-	memcpy(&w, &h, sizeof w);
-	return w;
-}
-
-struct vc_rseq_stack stack_header_unpack(uint64_t w)
-{
-	struct vc_rseq_stack h;
-	memcpy(&h, &w, sizeof h);
-	return h;
-}
-
 void object_seen(unsigned *seen, long m, void *p, const char *where)
 {
 	uintptr_t v = (uintptr_t)p;
@@ -213,7 +199,7 @@ long stack_set_audit(const struct stack_set *s, unsigned *seen, long m)
 	long live = 0;
 	for (unsigned i = 0; i < s->count; i++) {
 		const struct per_index *st = &s->at[i];
-		struct vc_rseq_stack h = stack_header_unpack(stack_header_load(&st->hdr));
+		struct vc_rseq_stack h = vc_rseq_stack_unpack(stack_header_load(&st->hdr));
 		char where[48];
 		snprintf(where, sizeof where, "%s stack %u", s->name, i);
 		bool sane = h.begin == STACK_BEGIN && h.begin <= h.current && h.current <= h.end &&

@@ -67,14 +67,8 @@ void stack_resize(const struct stack_set *s, uint64_t *rng, struct stack_counts 
 
 void stack_counts_add(struct stack_counts *sum, const struct stack_counts *c);
 
-/* The header as the 64-bit word that compare-and-swap and cmpeq_store work on. */
+/* The header word, loaded once (its format and the conversions: rseq/rseq.h). */
 uint64_t stack_header_load(const struct vc_rseq_stack *h);
-uint64_t stack_header_pack(struct vc_rseq_stack h);
-struct vc_rseq_stack stack_header_unpack(uint64_t w);
-static inline uint64_t *stack_header_word(struct vc_rseq_stack *h)
-{
-	return (uint64_t *)(void *)h;
-}
 
 /* Where objects are: seen[v] counts the places object v was found (objects 1..m).
  * object_seen reports (CHECK) anything that is not an object. */
