@@ -235,26 +235,33 @@ struct vc_pageheap {
 	} lane_next[VC_CENTRAL_LANES];
 };
 
+/* What the capacity policy of a vCPU decides with (vcpu_policy.h has the rules). */
+struct vc_capacity {
+	uint64_t bytes;             /* sum over classes of capacity * size */
+	uint64_t budget;            /* limit of bytes: starts at the option
+				       VCMALLOC_VCPU_CACHE_BYTES, doubles under pressure
+				       up to VC_BUDGET_GROWTH times it */
+	uint64_t stolen[2];         /* bit c: class c lost capacity to a steal since its
+				       last miss under a spent budget */
+	uint8_t steal_cursor;       /* next class the victim search looks at */
+	uint16_t capacity[VC_NUM_CLASSES]; /* objects class c may hold: end - begin of
+					      its header (rseq modes: once a resize
+					      succeeded; fallback: always) */
+};
+
 /* State of one vCPU cache (array indexed by vCPU id). */
 struct vc_vcpu {
 	vc_lock_t lock;             /* populate, drain, resize by others, fallback ops */
 	uint8_t populated;          /* headers valid (lock held to change) */
 	uint8_t node;               /* node its cached objects came from */
-	uint8_t steal_cursor;       /* next class adapt_capacity looks at for a victim */
 	uint32_t slow_events;       /* misses and overflows, relaxed atomic */
 	uint32_t seen_events;       /* slow_events at the previous reclaim scan */
 	uint32_t idle_scans;        /* consecutive scans without activity */
 	uint64_t current_sum;       /* sum of header words at the previous scan */
-	uint64_t capacity_bytes;    /* sum over classes of capacity * size */
-	uint64_t budget;            /* limit of capacity_bytes: starts at the option
-				       VCMALLOC_VCPU_CACHE_BYTES, doubles under pressure
-				       up to VC_BUDGET_GROWTH times it (vcpu lock) */
-	uint32_t pressure;          /* thrashing misses (vcpu_cache.c) since the last
+	struct vc_capacity cap;     /* vcpu lock */
+	uint32_t pressure;          /* thrashing misses (vcpu_policy.c) since the last
 				       reclaim tick (vcpu lock; the tick zeroes it) */
-	uint64_t stolen[2];         /* bit c: class c lost capacity to a steal since its
-				       last miss under a spent budget (vcpu lock) */
 	uint32_t misses[VC_NUM_CLASSES];
-	uint16_t capacity[VC_NUM_CLASSES];
 	uint16_t high_water[VC_NUM_CLASSES]; /* highest slot ever used (pages touched);
 					      relaxed atomics: statistics read it unlocked */
 } __attribute__((aligned(64)));

@@ -14,6 +14,7 @@
  *                   (relaxed atomics; the reclaim tick zeroes pressure).
  */
 #include "vcpu_cache.h"
+#include "vcpu_policy.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -77,14 +78,10 @@ static void populate_locked(uint32_t idx, unsigned node)
 		return;
 	vc_slab_open(idx, node);
 	v->node = (uint8_t)node;
-	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-		v->capacity[c] = 0;
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
 		v->misses[c] = 0;
-	}
-	v->capacity_bytes = 0;
-	v->budget = vc_g.opt.vcpu_cache_bytes;
+	vc_policy_reset(&v->cap, vc_g.opt.vcpu_cache_bytes);
 	v->pressure = 0;
-	v->stolen[0] = v->stolen[1] = 0;
 	v->idle_scans = 0;
 	v->populated = 1;
 	vc_atomic_raise_u32(&populated_bound, idx + 1);
@@ -153,9 +150,7 @@ static void note_peak(void)
 /* Bookkeeping of a capacity change; vcpu lock held. */
 static void set_capacity(struct vc_vcpu *v, unsigned c, unsigned cap)
 {
-	v->capacity_bytes -= (uint64_t)v->capacity[c] * vc_classes[c].size;
-	v->capacity[c] = (uint16_t)cap;
-	v->capacity_bytes += (uint64_t)cap * vc_classes[c].size;
+	vc_policy_set(&v->cap, c, cap);
 	if (cap > v->high_water[c])
 		__atomic_store_n(&v->high_water[c], (uint16_t)cap, __ATOMIC_RELAXED);
 }
@@ -170,105 +165,24 @@ static bool resize(struct vc_rseq_abi *rs, uint32_t idx, unsigned c, unsigned ca
 	return true;
 }
 
-/* Capacity is granted in steps of about 16 KiB (one batch for small objects, a
- * single object above 16 KiB), so that classes used rarely do not take the budget
- * in 32 KiB pieces. */
-static unsigned grow_step(unsigned c)
-{
-	const struct vc_class_info *ci = &vc_classes[c];
-	unsigned step = (16u << 10) / ci->size;
-	return step < 1 ? 1 : step > ci->batch ? ci->batch : step;
-}
-
-/* The budget of a vCPU doubles, up to VC_BUDGET_GROWTH times the option, when
- * VC_BUDGET_PRESSURE misses within one reclaim tick were thrashing: the budget was
- * spent and the class that missed had itself lost capacity to a steal since its
- * previous miss. A program cycling through many classes at once (a wide size mix)
- * takes capacity back and forth between the same classes and needs more than the
- * default to stop moving batches; a program whose working set moves to other
- * classes steals from classes it no longer uses, which never miss again, and keeps
- * the option's budget. The threshold is high (8192 in half a second): bench/
- * footprint's `few` (bursts of a wide mix, then a sleep) thrashes too, and at 256 its
- * caches grew 7x and its peak RSS 18%; at 8192 they reach 3.7 MiB (+3% peak RSS)
- * while a program that does nothing but churn a wide mix still reaches 8 MiB. Cost
- * follows the ids in use: only populated ids have a budget, and a drain returns it
- * to the option's value. */
-#define VC_BUDGET_GROWTH 8
-#define VC_BUDGET_PRESSURE 8192
-
-static bool stolen_test_and_clear(struct vc_vcpu *v, unsigned c)
-{
-	uint64_t bit = 1ull << (c % 64);
-	bool was = (v->stolen[c / 64] & bit) != 0;
-	v->stolen[c / 64] &= ~bit;
-	return was;
-}
-
-/* Raise v's budget after enough thrashing; lock held. */
-static void note_pressure(struct vc_vcpu *v)
-{
-	if (__atomic_add_fetch(&v->pressure, 1, __ATOMIC_RELAXED) < VC_BUDGET_PRESSURE)
-		return;
-	__atomic_store_n(&v->pressure, 0, __ATOMIC_RELAXED);
-	uint64_t max = vc_g.opt.vcpu_cache_bytes * VC_BUDGET_GROWTH;
-	if (v->budget < max)
-		v->budget = v->budget * 2 > max ? max : v->budget * 2;
-}
-
-/* On a miss of class c: grow its capacity by a step, within the vCPU's byte
- * budget; when the budget is spent, take a step of capacity from the class that
- * missed least among the next few (a rotating window over the classes: O(1) per
- * miss) if it missed less than c. Lock of idx held. */
-#define VC_STEAL_WINDOW 8
+/* On a miss of class c: apply the policy's steps (vcpu_policy.h) until it grows c,
+ * has nothing more to do, or a resize fails. Lock of idx held. */
 static void adapt_capacity(struct vc_rseq_abi *rs, uint32_t idx, unsigned c)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	const struct vc_class_info *ci = &vc_classes[c];
-	unsigned cap = v->capacity[c];
-	if (cap >= ci->max_slots)
-		return;
-	unsigned grow = grow_step(c);
-	if (cap + grow > ci->max_slots)
-		grow = ci->max_slots - cap;
-	uint64_t need = (uint64_t)grow * ci->size;
-	if (v->capacity_bytes + need > v->budget && stolen_test_and_clear(v, c))
-		note_pressure(v);
-	for (int steals = 0; v->capacity_bytes + need > v->budget; steals++) {
-		if (steals == 8)
+	for (unsigned steals = 0;; steals++) {
+		struct vc_policy_step step = vc_policy_next(&v->cap, &v->pressure, v->misses, c,
+							    steals, vc_g.opt.vcpu_cache_bytes);
+		if (step.cls == 0 || !resize(rs, idx, step.cls, step.capacity) || step.cls == c)
 			return;
-		unsigned victim = 0;
-		uint32_t least = UINT32_MAX;
-		for (unsigned k = 0; k < VC_STEAL_WINDOW; k++) {
-			unsigned d = 1 + (v->steal_cursor++ % (VC_NUM_CLASSES - 1));
-			if (d == c || v->capacity[d] == 0)
-				continue;
-			if (v->misses[d] < least) {
-				least = v->misses[d];
-				victim = d;
-			}
-		}
-		if (!victim || least >= v->misses[c])
-			return;
-		unsigned vcap = v->capacity[victim];
-		unsigned take = grow_step(victim);
-		if (take > vcap)
-			take = vcap;
-		if (!resize(rs, idx, victim, vcap - take))
-			return;
-		v->stolen[victim / 64] |= 1ull << (victim % 64);
+		vc_policy_note_stolen(&v->cap, step.cls);
 	}
-	resize(rs, idx, c, cap + grow);
 }
 
 static void count_slow_event(struct vc_vcpu *v, unsigned c)
 {
 	__atomic_fetch_add(&v->slow_events, 1, __ATOMIC_RELAXED);
-	uint32_t m = __atomic_add_fetch(&v->misses[c], 1, __ATOMIC_RELAXED);
-	if (m >= 4096) {
-		/* Halve every class's history so capacity follows recent misses. */
-		for (unsigned d = 1; d < VC_NUM_CLASSES; d++)
-			v->misses[d] >>= 1;
-	}
+	vc_policy_count_miss(v->misses, c);
 	if (vc_config_stats && (__atomic_add_fetch(&slow_counter, 1, __ATOMIC_RELAXED) & 1023) == 0)
 		note_peak();
 }
@@ -321,12 +235,9 @@ static uint32_t fallback_shard(void)
 static bool fallback_grow(uint32_t idx, unsigned c)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	const struct vc_class_info *ci = &vc_classes[c];
-	unsigned cap = v->capacity[c];
-	unsigned step = grow_step(c);
-	if (cap >= ci->max_slots || v->capacity_bytes + (uint64_t)step * ci->size > v->budget)
+	unsigned cap = vc_policy_locked_grow(&v->cap, c);
+	if (cap == v->cap.capacity[c])
 		return false;
-	cap = cap + step > ci->max_slots ? ci->max_slots : cap + step;
 	set_capacity(v, c, cap);
 	vc_slab_locked_set_capacity(idx, c, cap);
 	return true;
@@ -520,10 +431,10 @@ static void drain_move_objects(uint32_t idx)
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	vc_slab_take(idx, vc_central_insert);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-		v->capacity[c] = 0;
+		v->cap.capacity[c] = 0;
 		v->misses[c] = 0;
 	}
-	v->capacity_bytes = 0;
+	v->cap.bytes = 0;
 }
 
 /* Phase 2 of a reclaim: objects out, region released, unlocks. */

@@ -1,0 +1,77 @@
+/* allocator/vcpu_policy.h - the capacity policy of the per-vCPU caches: how much of
+ * each class a vCPU may cache, as pure functions over one vCPU's counters and the
+ * size-class table (vcpu_policy.c). No locks, no rseq, no memory: vcpu_cache.c
+ * applies the decisions to a region (vcpu_slab.h) under the vCPU's lock, and
+ * tests/unit/policy_unit.c checks them alone.
+ *
+ * The rules:
+ *   - a class starts with capacity 0 and grows by a step (grow_step: about 16 KiB of
+ *     objects, at most a batch) on each miss, up to the class's max_slots, while the
+ *     vCPU's byte budget allows;
+ *   - past the budget, a miss takes a step from the class that missed least among
+ *     the next VC_STEAL_WINDOW classes holding capacity (a rotating window: O(1) per
+ *     miss), if that class missed less than the one missing now; at most
+ *     VC_STEAL_MAX steals per miss;
+ *   - thrashing raises the budget (note_pressure): see VC_BUDGET_PRESSURE;
+ *   - miss counts halve (every class at once) when one reaches VC_MISS_HALVING, so
+ *     that capacity follows recent misses.
+ */
+#ifndef VC_VCPU_POLICY_H
+#define VC_VCPU_POLICY_H
+
+#include "internal.h"
+
+/* The budget of a vCPU doubles, up to VC_BUDGET_GROWTH times the option, when
+ * VC_BUDGET_PRESSURE misses within one reclaim tick were thrashing: the budget was
+ * spent and the class that missed had itself lost capacity to a steal since its
+ * previous miss. A program cycling through many classes at once (a wide size mix)
+ * takes capacity back and forth between the same classes and needs more than the
+ * default to stop moving batches; a program whose working set moves to other
+ * classes steals from classes it no longer uses, which never miss again, and keeps
+ * the option's budget. The threshold is high (8192 in half a second): bench/
+ * footprint's `few` (bursts of a wide mix, then a sleep) thrashes too, and at 256 its
+ * caches grew 7x and its peak RSS 18%; at 8192 they reach 3.7 MiB (+3% peak RSS)
+ * while a program that does nothing but churn a wide mix still reaches 8 MiB. Cost
+ * follows the ids in use: only populated ids have a budget, and a drain returns it
+ * to the option's value. */
+#define VC_BUDGET_GROWTH 8
+#define VC_BUDGET_PRESSURE 8192
+#define VC_STEAL_WINDOW 8
+#define VC_STEAL_MAX 8
+#define VC_MISS_HALVING 4096
+
+/* A decision: set class `cls`'s capacity to `capacity`; cls 0: nothing to do. */
+struct vc_policy_step {
+	unsigned cls;
+	unsigned capacity;
+};
+
+/* Capacity granted at once to class c (about 16 KiB of objects, in [1, batch]). */
+unsigned vc_policy_grow_step(unsigned c) VC_HIDDEN;
+
+/* Start of a vCPU's life: no capacity, the option's budget. */
+void vc_policy_reset(struct vc_capacity *k, uint64_t option_bytes) VC_HIDDEN;
+
+/* Bookkeeping of a capacity change that was applied to the region. */
+void vc_policy_set(struct vc_capacity *k, unsigned c, unsigned cap) VC_HIDDEN;
+
+/* One miss of class c (relaxed atomics: the thread running as the id counts
+ * without the lock). */
+void vc_policy_count_miss(uint32_t misses[VC_NUM_CLASSES], unsigned c) VC_HIDDEN;
+
+/* The next step of a miss of class c, the steals-th of this miss (0 first): grow c
+ * when the budget allows; else take capacity from a victim (apply it, then
+ * vc_policy_note_stolen, then ask again with steals + 1). `pressure` counts
+ * thrashing misses (relaxed atomic; the reclaim tick zeroes it). */
+struct vc_policy_step vc_policy_next(struct vc_capacity *k, uint32_t *pressure,
+				     const uint32_t misses[VC_NUM_CLASSES], unsigned c,
+				     unsigned steals, uint64_t option_bytes) VC_HIDDEN;
+
+/* A steal from victim was applied. */
+void vc_policy_note_stolen(struct vc_capacity *k, unsigned victim) VC_HIDDEN;
+
+/* Fallback mode's rule (no steals): class c's capacity after a miss, a step more
+ * when the whole step fits the budget; c's capacity unchanged otherwise. */
+unsigned vc_policy_locked_grow(const struct vc_capacity *k, unsigned c) VC_HIDDEN;
+
+#endif

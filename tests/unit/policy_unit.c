@@ -1,0 +1,295 @@
+/* tests/unit/policy_unit.c - the capacity policy of the per-vCPU caches
+ * (allocator/vcpu_policy.c) alone, over counters the test sets: no region, no locks,
+ * no threads, no rseq. Each case states the rule it checks.
+ *
+ *   step        a class's step is about 16 KiB of objects: at least 1, at most a
+ *               batch, and a step more would pass 16 KiB unless it is a batch;
+ *   growth      under the budget, each miss grows the class by its step up to
+ *               max_slots, then nothing; the byte count follows;
+ *   budget      a miss whose step does not fit grows nothing without a victim;
+ *   steal       past the budget, a miss takes a step from the class that missed
+ *               least in the window, then grows once the step fits;
+ *   no steal    not from a class that missed as often as the missing one, nor from
+ *               one outside the window, nor after VC_STEAL_MAX steals;
+ *   pressure    VC_BUDGET_PRESSURE thrashing misses (over budget, the class robbed
+ *               since its last miss) double the budget, up to VC_BUDGET_GROWTH
+ *               times the option; misses that are not thrashing count nothing;
+ *   halving     when a class reaches VC_MISS_HALVING misses, every class's count
+ *               halves;
+ *   locked      fallback mode's rule: a whole step within the budget, else nothing.
+ */
+#include "internal.h"
+#include "vcpu_policy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vc_global vc_g;
+
+void vc_assert_fail(const char *expr, const char *file, int line)
+{
+	fprintf(stderr, "allocator assertion failed: %s (%s:%d)\n", expr, file, line);
+	abort();
+}
+
+void vc_report(const char *what, const char *func, const void *p)
+{
+	fprintf(stderr, "allocator report: %s in %s at %p\n", what, func, p);
+	abort();
+}
+
+static int failures;
+#define CHECK(cond, ...)                                                                   \
+	do {                                                                               \
+		if (!(cond)) {                                                             \
+			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__,   \
+				#cond);                                                    \
+			fprintf(stderr, __VA_ARGS__);                                      \
+			fprintf(stderr, "\n");                                             \
+			failures++;                                                        \
+		}                                                                          \
+	} while (0)
+
+#define OPTION (1u << 20)
+
+static struct vc_capacity k;
+static uint32_t misses[VC_NUM_CLASSES];
+static uint32_t pressure;
+
+static void fresh(uint64_t option)
+{
+	memset(&k, 0, sizeof k);
+	memset(misses, 0, sizeof misses);
+	pressure = 0;
+	vc_policy_reset(&k, option);
+}
+
+static uint64_t bytes_of_capacities(void)
+{
+	uint64_t b = 0;
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
+		b += (uint64_t)k.capacity[c] * vc_classes[c].size;
+	return b;
+}
+
+static struct vc_policy_step next(unsigned c, unsigned steals)
+{
+	return vc_policy_next(&k, &pressure, misses, c, steals, OPTION);
+}
+
+static void case_step(void)
+{
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+		const struct vc_class_info *ci = &vc_classes[c];
+		unsigned s = vc_policy_grow_step(c);
+		CHECK(s >= 1 && s <= ci->batch, "class %u (%u B): step %u, batch %u", c, ci->size,
+		      s, ci->batch);
+		CHECK(s == 1 || s * ci->size <= 16384, "class %u: step %u of %u B passes 16 KiB", c,
+		      s, ci->size);
+		CHECK(s == ci->batch || (s + 1) * ci->size > 16384,
+		      "class %u: step %u of %u B, one more would still fit 16 KiB", c, s, ci->size);
+	}
+	CHECK(vc_policy_grow_step(1) == vc_classes[1].batch, "16 B: a whole batch");
+	CHECK(vc_policy_grow_step(VC_NUM_CLASSES - 1) == 1, "256 KiB: one object");
+}
+
+static void case_growth(void)
+{
+	fresh(OPTION);
+	unsigned c = vc_class_of(64);
+	const struct vc_class_info *ci = &vc_classes[c];
+	unsigned step = vc_policy_grow_step(c), expect = 0, rounds = 0;
+	for (;;) {
+		struct vc_policy_step s = next(c, 0);
+		if (expect == ci->max_slots) {
+			CHECK(s.cls == 0, "at max_slots %u: step to class %u", ci->max_slots, s.cls);
+			break;
+		}
+		expect = expect + step > ci->max_slots ? ci->max_slots : expect + step;
+		CHECK(s.cls == c && s.capacity == expect, "miss %u: step {%u, %u}, expected {%u, %u}",
+		      rounds, s.cls, s.capacity, c, expect);
+		if (s.cls != c)
+			break;
+		vc_policy_set(&k, c, s.capacity);
+		CHECK(k.bytes == bytes_of_capacities(), "bytes %llu after miss %u",
+		      (unsigned long long)k.bytes, rounds);
+		rounds++;
+	}
+	CHECK(k.capacity[c] == ci->max_slots && k.budget == OPTION && pressure == 0,
+	      "capacity %u of %u, budget %llu", k.capacity[c], ci->max_slots,
+	      (unsigned long long)k.budget);
+}
+
+/* Classes a and b hold all of a budget that c cannot grow within; the window
+ * starts at a (a < b < c, all within VC_STEAL_WINDOW of a). */
+static void spent(unsigned a, unsigned b, unsigned c)
+{
+	fresh(OPTION);
+	vc_policy_set(&k, a, 64);
+	vc_policy_set(&k, b, 64);
+	k.budget = k.bytes + (uint64_t)vc_policy_grow_step(c) * vc_classes[c].size - 1;
+	k.steal_cursor = (uint8_t)(a - 1);
+}
+
+static void case_steal(void)
+{
+	unsigned a = vc_class_of(512), b = a + 2, c = a + 4;
+	spent(a, b, c);
+	misses[a] = 5;
+	misses[b] = 2;
+	misses[c] = 10;
+	struct vc_policy_step s = next(c, 0);
+	unsigned expect_b = 64 - vc_policy_grow_step(b);
+	CHECK(s.cls == b && s.capacity == expect_b, "steal {%u, %u}, expected {%u, %u}", s.cls,
+	      s.capacity, b, expect_b);
+	vc_policy_set(&k, s.cls, s.capacity);
+	vc_policy_note_stolen(&k, s.cls);
+	CHECK(k.stolen[b / 64] & (1ull << (b % 64)), "class %u marked robbed", b);
+	s = next(c, 1);
+	CHECK(s.cls == c && s.capacity == vc_policy_grow_step(c),
+	      "after the steal: step {%u, %u}, expected c grows to %u", s.cls, s.capacity,
+	      vc_policy_grow_step(c));
+	CHECK(pressure == 0 && k.budget != 2 * OPTION, "no thrashing counted");
+
+	/* Budget spent and nobody to take from (only c holds capacity). */
+	fresh(OPTION);
+	vc_policy_set(&k, c, 64);
+	k.budget = k.bytes;
+	misses[c] = 10;
+	s = next(c, 0);
+	CHECK(s.cls == 0, "no victim: step {%u, %u}", s.cls, s.capacity);
+}
+
+static void case_no_steal(void)
+{
+	unsigned a = vc_class_of(512), b = a + 2, c = a + 4;
+	/* Victims missed as often as c. */
+	spent(a, b, c);
+	misses[a] = misses[b] = misses[c] = 7;
+	struct vc_policy_step s = next(c, 0);
+	CHECK(s.cls == 0, "equal misses: step {%u, %u}", s.cls, s.capacity);
+
+	/* The least-missing class is outside the window. */
+	spent(a, b, c);
+	unsigned far = a + VC_STEAL_WINDOW; /* the first class past the window */
+	vc_policy_set(&k, far, 64);
+	k.budget += (uint64_t)64 * vc_classes[far].size;
+	misses[a] = 5;
+	misses[b] = 3;
+	misses[far] = 0;
+	misses[c] = 10;
+	s = next(c, 0);
+	CHECK(s.cls == b, "window: victim %u, expected %u (not %u, outside)", s.cls, b, far);
+
+	/* At most VC_STEAL_MAX steals per miss. */
+	spent(a, b, c);
+	misses[a] = 1;
+	misses[b] = 1;
+	misses[c] = 10;
+	s = next(c, VC_STEAL_MAX - 1);
+	CHECK(s.cls == a || s.cls == b, "steal %u: step to class %u", VC_STEAL_MAX - 1, s.cls);
+	spent(a, b, c);
+	misses[a] = 1;
+	misses[b] = 1;
+	misses[c] = 10;
+	s = next(c, VC_STEAL_MAX);
+	CHECK(s.cls == 0, "steal %u: step {%u, %u}", VC_STEAL_MAX, s.cls, s.capacity);
+}
+
+static void case_pressure(void)
+{
+	unsigned a = vc_class_of(512), b = a + 2, c = a + 4;
+	spent(a, b, c);
+	misses[c] = 10;
+	misses[a] = misses[b] = 10; /* no victim: the budget alone decides */
+	uint64_t spent_budget = k.budget;
+	/* Not robbed: not thrashing. */
+	next(c, 0);
+	CHECK(pressure == 0 && k.budget == spent_budget, "pressure %u without a steal", pressure);
+	for (unsigned i = 1; i < VC_BUDGET_PRESSURE; i++) {
+		vc_policy_note_stolen(&k, c);
+		next(c, 0);
+	}
+	CHECK(pressure == VC_BUDGET_PRESSURE - 1 && k.budget == spent_budget,
+	      "after %u thrashing misses: pressure %u, budget %llu", VC_BUDGET_PRESSURE - 1,
+	      pressure, (unsigned long long)k.budget);
+	CHECK(!(k.stolen[c / 64] & (1ull << (c % 64))), "the robbed mark is consumed");
+	vc_policy_note_stolen(&k, c);
+	struct vc_policy_step s = next(c, 0);
+	CHECK(pressure == 0 && k.budget == 2 * spent_budget, "at %u: pressure %u, budget %llu",
+	      VC_BUDGET_PRESSURE, pressure, (unsigned long long)k.budget);
+	CHECK(s.cls == c, "the doubled budget lets class %u grow (step to %u)", c, s.cls);
+
+	/* Under the budget, a robbed class's miss is no thrashing, and keeps its mark. */
+	vc_policy_note_stolen(&k, c);
+	next(c, 0);
+	CHECK(pressure == 0 && (k.stolen[c / 64] & (1ull << (c % 64))),
+	      "under budget: pressure %u", pressure);
+
+	/* Doubling stops at VC_BUDGET_GROWTH times the option. */
+	fresh(OPTION);
+	vc_policy_set(&k, c, 64);
+	k.bytes = UINT64_MAX / 4; /* every miss finds the budget spent */
+	uint64_t want = OPTION;
+	for (int round = 0; round < 6; round++) {
+		for (unsigned i = 0; i < VC_BUDGET_PRESSURE; i++) {
+			vc_policy_note_stolen(&k, c);
+			next(c, 0);
+		}
+		want = want * 2 > (uint64_t)OPTION * VC_BUDGET_GROWTH ? want : want * 2;
+		CHECK(k.budget == want, "round %d: budget %llu, expected %llu", round,
+		      (unsigned long long)k.budget, (unsigned long long)want);
+	}
+	CHECK(k.budget == (uint64_t)OPTION * VC_BUDGET_GROWTH, "budget %llu, the cap is %llu",
+	      (unsigned long long)k.budget, (unsigned long long)OPTION * VC_BUDGET_GROWTH);
+}
+
+static void case_halving(void)
+{
+	fresh(OPTION);
+	unsigned c = 3, d = 40;
+	misses[d] = 101;
+	for (unsigned i = 1; i < VC_MISS_HALVING; i++)
+		vc_policy_count_miss(misses, c);
+	CHECK(misses[c] == VC_MISS_HALVING - 1 && misses[d] == 101, "before: %u, %u", misses[c],
+	      misses[d]);
+	vc_policy_count_miss(misses, c);
+	CHECK(misses[c] == VC_MISS_HALVING / 2 && misses[d] == 50, "after: %u, %u", misses[c],
+	      misses[d]);
+}
+
+static void case_locked(void)
+{
+	fresh(OPTION);
+	unsigned c = vc_class_of(4096), step = vc_policy_grow_step(c);
+	CHECK(vc_policy_locked_grow(&k, c) == step, "first miss: %u", vc_policy_locked_grow(&k, c));
+	vc_policy_set(&k, c, step);
+	k.budget = k.bytes + (uint64_t)step * vc_classes[c].size - 1;
+	CHECK(vc_policy_locked_grow(&k, c) == step, "a step that does not fit: %u",
+	      vc_policy_locked_grow(&k, c));
+	k.budget += 1;
+	CHECK(vc_policy_locked_grow(&k, c) == 2 * step, "a step that fits exactly: %u",
+	      vc_policy_locked_grow(&k, c));
+	k.budget = UINT64_MAX / 2;
+	vc_policy_set(&k, c, vc_classes[c].max_slots - 1);
+	CHECK(vc_policy_locked_grow(&k, c) == vc_classes[c].max_slots, "clipped at max_slots");
+}
+
+int main(void)
+{
+	vc_sizeclass_init();
+	case_step();
+	case_growth();
+	case_steal();
+	case_no_steal();
+	case_pressure();
+	case_halving();
+	case_locked();
+	if (failures) {
+		fprintf(stderr, "policy-unit: %d checks failed\n", failures);
+		return 1;
+	}
+	printf("policy-unit: ok\n");
+	return 0;
+}
