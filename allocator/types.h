@@ -249,21 +249,39 @@ struct vc_capacity {
 					      succeeded; fallback: always) */
 };
 
-/* State of one vCPU cache (array indexed by vCPU id). */
+/* State of one vCPU cache (array indexed by vCPU id, vcpu_cache.c), in groups by
+ * who writes them; each group's rule is stated on it, exceptions on the field. */
 struct vc_vcpu {
-	vc_lock_t lock;             /* populate, drain, resize by others, fallback ops */
-	uint8_t populated;          /* headers valid (lock held to change) */
-	uint8_t node;               /* node its cached objects came from */
-	uint32_t slow_events;       /* misses and overflows, relaxed atomic */
-	uint32_t seen_events;       /* slow_events at the previous reclaim scan */
-	uint32_t idle_scans;        /* consecutive scans without activity */
-	uint64_t current_sum;       /* sum of header words at the previous scan */
-	struct vc_capacity cap;     /* vcpu lock */
-	uint32_t pressure;          /* thrashing misses (vcpu_policy.c) since the last
-				       reclaim tick (vcpu lock; the tick zeroes it) */
-	uint32_t misses[VC_NUM_CLASSES];
-	uint16_t high_water[VC_NUM_CLASSES]; /* highest slot ever used (pages touched);
-					      relaxed atomics: statistics read it unlocked */
+	vc_lock_t lock;
+	uint8_t populated;          /* the region is open (vcpu_slab.h): changed under
+				       `lock` with release stores, read with acquire
+				       loads everywhere, the lock held or not */
+	/* Written under `lock` (populate, drain, node move, resizes, fallback mode). */
+	struct {
+		uint8_t node;       /* node of the cached objects; slow paths read it
+				       unlocked (relaxed) to notice a node move */
+		struct vc_capacity cap;
+		uint16_t high_water[VC_NUM_CLASSES]; /* highest capacity since the region
+							was last released (pages touched);
+							relaxed stores: the statistics read
+							it unlocked */
+	} locked;
+	/* Written under the reclaim lock (vcpu_cache.c's reclaim_lock): the scan's
+	 * memory of this id. */
+	struct {
+		uint32_t seen_events; /* slow_events at the previous scan */
+		uint32_t idle_scans;  /* consecutive scans without activity */
+		uint64_t header_sum;  /* hash of the header words at the previous scan */
+	} scan;
+	/* Relaxed atomics, taken without a lock: counted by the thread running as the
+	 * id on its slow paths; zeroed by populate and drain (lock held). */
+	struct {
+		uint32_t slow_events;     /* misses and overflows */
+		uint32_t pressure;        /* thrashing misses (vcpu_policy.c) since the
+					     last reclaim scan, which zeroes it */
+		uint32_t misses[VC_NUM_CLASSES]; /* per class; halved by the counting
+						    thread (vcpu_policy.c) */
+	} counters;
 } __attribute__((aligned(64)));
 
 /* The layout claims of the comments above. */

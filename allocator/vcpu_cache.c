@@ -8,10 +8,8 @@
  * Draining a vCPU returns its objects to the central layer and its pages to the OS,
  * so cost follows the ids in use.
  *
- * Who writes what:
- *   header words    vcpu_slab.c's operations (vcpu_slab.h);
- *   vcpu fields     under vcpu->lock, except slow_events / misses / pressure
- *                   (relaxed atomics; the reclaim tick zeroes pressure).
+ * Who writes what: the header words, vcpu_slab.c's operations (vcpu_slab.h); the
+ * fields of struct vc_vcpu, the owner of their group (types.h).
  */
 #include "vcpu_cache.h"
 #include "vcpu_policy.h"
@@ -74,16 +72,15 @@ static inline void claim_id(uint32_t idx)
 static void populate_locked(uint32_t idx, unsigned node)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	if (v->populated)
+	if (__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
 		return;
 	vc_slab_open(idx, node);
-	v->node = (uint8_t)node;
+	__atomic_store_n(&v->locked.node, (uint8_t)node, __ATOMIC_RELAXED);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
-		v->misses[c] = 0;
-	vc_policy_reset(&v->cap, vc_g.opt.vcpu_cache_bytes);
-	v->pressure = 0;
-	v->idle_scans = 0;
-	v->populated = 1;
+		__atomic_store_n(&v->counters.misses[c], 0, __ATOMIC_RELAXED);
+	vc_policy_reset(&v->locked.cap, vc_g.opt.vcpu_cache_bytes);
+	__atomic_store_n(&v->counters.pressure, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->populated, 1, __ATOMIC_RELEASE);
 	vc_atomic_raise_u32(&populated_bound, idx + 1);
 	vc_atomic_raise_u32(&vc_cache_populated_peak,
 			    __atomic_add_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED));
@@ -107,7 +104,7 @@ static unsigned touched_pages(const struct vc_vcpu *v)
 	uint64_t mask[VC_REGION_PAGES / 64] = {1}; /* the header page */
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
 		/* Read without the vCPU lock (statistics): relaxed, as it is written. */
-		unsigned high = __atomic_load_n(&v->high_water[c], __ATOMIC_RELAXED);
+		unsigned high = __atomic_load_n(&v->locked.high_water[c], __ATOMIC_RELAXED);
 		if (!high)
 			continue;
 		size_t first = (size_t)vc_classes[c].slot_base * 8 / VC_OS_PAGE;
@@ -150,9 +147,9 @@ static void note_peak(void)
 /* Bookkeeping of a capacity change; vcpu lock held. */
 static void set_capacity(struct vc_vcpu *v, unsigned c, unsigned cap)
 {
-	vc_policy_set(&v->cap, c, cap);
-	if (cap > v->high_water[c])
-		__atomic_store_n(&v->high_water[c], (uint16_t)cap, __ATOMIC_RELAXED);
+	vc_policy_set(&v->locked.cap, c, cap);
+	if (cap > v->locked.high_water[c])
+		__atomic_store_n(&v->locked.high_water[c], (uint16_t)cap, __ATOMIC_RELAXED);
 }
 
 /* Change the capacity of class c on the vCPU this thread runs as, idx.
@@ -171,18 +168,19 @@ static void adapt_capacity(struct vc_rseq_abi *rs, uint32_t idx, unsigned c)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	for (unsigned steals = 0;; steals++) {
-		struct vc_policy_step step = vc_policy_next(&v->cap, &v->pressure, v->misses, c,
-							    steals, vc_g.opt.vcpu_cache_bytes);
+		struct vc_policy_step step =
+		    vc_policy_next(&v->locked.cap, &v->counters.pressure, v->counters.misses, c,
+				   steals, vc_g.opt.vcpu_cache_bytes);
 		if (step.cls == 0 || !resize(rs, idx, step.cls, step.capacity) || step.cls == c)
 			return;
-		vc_policy_note_stolen(&v->cap, step.cls);
+		vc_policy_note_stolen(&v->locked.cap, step.cls);
 	}
 }
 
 static void count_slow_event(struct vc_vcpu *v, unsigned c)
 {
-	__atomic_fetch_add(&v->slow_events, 1, __ATOMIC_RELAXED);
-	vc_policy_count_miss(v->misses, c);
+	__atomic_fetch_add(&v->counters.slow_events, 1, __ATOMIC_RELAXED);
+	vc_policy_count_miss(v->counters.misses, c);
 	if (vc_config_stats && (__atomic_add_fetch(&slow_counter, 1, __ATOMIC_RELAXED) & 1023) == 0)
 		note_peak();
 }
@@ -235,8 +233,8 @@ static uint32_t fallback_shard(void)
 static bool fallback_grow(uint32_t idx, unsigned c)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	unsigned cap = vc_policy_locked_grow(&v->cap, c);
-	if (cap == v->cap.capacity[c])
+	unsigned cap = vc_policy_locked_grow(&v->locked.cap, c);
+	if (cap == v->locked.cap.capacity[c])
 		return false;
 	set_capacity(v, c, cap);
 	vc_slab_locked_set_capacity(idx, c, cap);
@@ -257,7 +255,7 @@ static void *fallback_alloc(unsigned c)
 		count_slow_event(v, c);
 		fallback_grow(idx, c);
 		void *buf[VC_BATCH_MAX];
-		unsigned n = vc_central_remove(v->node, c, idx, buf, vc_classes[c].batch);
+		unsigned n = vc_central_remove(v->locked.node, c, idx, buf, vc_classes[c].batch);
 		if (n == 0) {
 			vc_unlock(&v->lock);
 			return NULL;
@@ -281,7 +279,7 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 	claim_id(idx);
 	vc_lock(&v->lock);
 	populate_locked(idx, vc_current_node());
-	if (v->node != node) {
+	if (v->locked.node != node) {
 		/* Another node's object goes home. */
 		vc_unlock(&v->lock);
 		vc_central_insert(c, &p, 1);
@@ -327,7 +325,7 @@ void *vc_cache_alloc_slow(unsigned c)
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE)) {
 		populate(idx, node);
-	} else if (vc_g.numa_cache && v->node != node) {
+	} else if (vc_g.numa_cache && __atomic_load_n(&v->locked.node, __ATOMIC_RELAXED) != node) {
 		/* This vCPU id now runs on another node: flush its cache (objects go
 		 * home to their node) and start again with local objects. */
 		move_to_node(idx, node);
@@ -366,7 +364,7 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
 	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE)) {
 		populate(idx, vc_current_node());
 	}
-	if (vc_g.numa_cache && v->node != node) {
+	if (vc_g.numa_cache && __atomic_load_n(&v->locked.node, __ATOMIC_RELAXED) != node) {
 		/* A remote object goes home to its node's central list. */
 		vc_central_insert(c, &p, 1);
 		return;
@@ -416,7 +414,7 @@ static bool drain_stop(uint32_t idx)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	vc_lock(&v->lock);
-	if (!v->populated) {
+	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE)) {
 		vc_unlock(&v->lock);
 		return false;
 	}
@@ -431,10 +429,10 @@ static void drain_move_objects(uint32_t idx)
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	vc_slab_take(idx, vc_central_insert);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-		v->cap.capacity[c] = 0;
-		v->misses[c] = 0;
+		v->locked.cap.capacity[c] = 0;
+		__atomic_store_n(&v->counters.misses[c], 0, __ATOMIC_RELAXED);
 	}
-	v->cap.bytes = 0;
+	v->locked.cap.bytes = 0;
 }
 
 /* Phase 2 of a reclaim: objects out, region released, unlocks. */
@@ -443,11 +441,12 @@ static void drain_finish(uint32_t idx)
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	drain_move_objects(idx);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
-		__atomic_store_n(&v->high_water[c], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&v->locked.high_water[c], 0, __ATOMIC_RELAXED);
 	vc_slab_release(idx);
 	__atomic_store_n(&v->populated, 0, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&vc_cache_reclaims, 1, __ATOMIC_RELAXED);
+	v->scan.idle_scans = 0; /* drains run under the reclaim lock */
 	vc_unlock(&v->lock);
 }
 
@@ -490,7 +489,7 @@ static void move_to_node(uint32_t idx, unsigned node)
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	claim_id(idx);
 	vc_lock(&v->lock);
-	if (!v->populated || v->node == node) {
+	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE) || v->locked.node == node) {
 		/* Drained by a reclaim, or moved by the thread that ran as idx before. */
 		populate_locked(idx, node);
 		vc_unlock(&v->lock);
@@ -501,7 +500,7 @@ static void move_to_node(uint32_t idx, unsigned node)
 	vc_slab_fence(&idx, 1);
 	drain_move_objects(idx);
 	vc_slab_clear(idx);
-	v->populated = 0;
+	__atomic_store_n(&v->populated, 0, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
 	populate_locked(idx, node);
 	__atomic_add_fetch(&vc_cache_node_moves, 1, __ATOMIC_RELAXED);
@@ -531,15 +530,15 @@ static int reclaim_scan(bool force)
 		if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
 			continue;
 		uint64_t sum = header_sum(idx);
-		uint32_t events = __atomic_load_n(&v->slow_events, __ATOMIC_RELAXED);
-		if (sum == v->current_sum && events == v->seen_events)
-			v->idle_scans++;
+		uint32_t events = __atomic_load_n(&v->counters.slow_events, __ATOMIC_RELAXED);
+		if (sum == v->scan.header_sum && events == v->scan.seen_events)
+			v->scan.idle_scans++;
 		else
-			v->idle_scans = 0;
-		v->current_sum = sum;
-		v->seen_events = events;
-		__atomic_store_n(&v->pressure, 0, __ATOMIC_RELAXED);
-		if (force || v->idle_scans >= 2) {
+			v->scan.idle_scans = 0;
+		v->scan.header_sum = sum;
+		v->scan.seen_events = events;
+		__atomic_store_n(&v->counters.pressure, 0, __ATOMIC_RELAXED);
+		if (force || v->scan.idle_scans >= 2) {
 			group[n++] = idx;
 			if (n == VC_DRAIN_GROUP) {
 				drained += drain_group(group, n);
