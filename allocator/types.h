@@ -265,6 +265,9 @@ struct vc_vcpu {
 							was last released (pages touched);
 							relaxed stores: the statistics read
 							it unlocked */
+		uint64_t touched[2]; /* bit p: page p of the region holds a slot below
+					some class's high_water (relaxed, as
+					high_water) */
 	} locked;
 	/* Written under the reclaim lock (vcpu_cache.c's reclaim_lock): the scan's
 	 * memory of this id. */
@@ -279,6 +282,9 @@ struct vc_vcpu {
 		uint32_t slow_events;     /* misses and overflows */
 		uint32_t pressure;        /* thrashing misses (vcpu_policy.c) since the
 					     last reclaim scan, which zeroes it */
+		uint64_t sampled_bytes;   /* this id's part of the sampled total
+					     (note_peak, vcpu_cache.c); the drain
+					     takes it back */
 		uint32_t misses[VC_NUM_CLASSES]; /* per class; halved by the counting
 						    thread (vcpu_policy.c) */
 	} counters;

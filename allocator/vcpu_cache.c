@@ -53,7 +53,7 @@ void vc_cache_init(void)
 	__atomic_store_n(&last_reclaim_ms, vc_os_now_ms(), __ATOMIC_RELAXED);
 }
 
-static void note_peak(void);
+static void note_peak(uint32_t idx);
 static void move_to_node(uint32_t idx, unsigned node);
 
 /* Call before taking idx's lock: records idx among the ids ever used. */
@@ -93,45 +93,43 @@ static void populate(uint32_t idx, unsigned node)
 	vc_lock(&v->lock);
 	populate_locked(idx, node);
 	vc_unlock(&v->lock);
-	note_peak();
+	note_peak(idx);
 }
 
-/* How many 4 KiB pages of the region slot arrays have touched (the header page
- * included). */
+/* Pages of the region touched so far: the header page and the pages of every
+ * class's slots below its high-water mark (kept in locked.touched as the marks rise:
+ * no scan of the classes). */
 #define VC_REGION_PAGES (VC_VCPU_REGION / VC_OS_PAGE)
+_Static_assert(VC_REGION_PAGES == 64 * 2, "locked.touched has a bit per page of a region");
 static unsigned touched_pages(const struct vc_vcpu *v)
 {
-	uint64_t mask[VC_REGION_PAGES / 64] = {1}; /* the header page */
-	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-		/* Read without the vCPU lock (statistics): relaxed, as it is written. */
-		unsigned high = __atomic_load_n(&v->locked.high_water[c], __ATOMIC_RELAXED);
-		if (!high)
-			continue;
-		size_t first = (size_t)vc_classes[c].slot_base * 8 / VC_OS_PAGE;
-		size_t last = ((size_t)vc_classes[c].slot_base + high) * 8 - 1;
-		for (size_t pg = first; pg <= last / VC_OS_PAGE; pg++)
-			mask[pg / 64] |= 1ull << (pg % 64);
-	}
-	unsigned n = 0;
-	for (unsigned i = 0; i < VC_REGION_PAGES / 64; i++)
-		n += (unsigned)__builtin_popcountll(mask[i]);
-	return n;
+	/* Read without the vCPU lock (statistics): relaxed, as it is written. */
+	uint64_t low = __atomic_load_n(&v->locked.touched[0], __ATOMIC_RELAXED) | 1;
+	uint64_t high = __atomic_load_n(&v->locked.touched[1], __ATOMIC_RELAXED);
+	return (unsigned)(__builtin_popcountll(low) + __builtin_popcountll(high));
+}
+
+/* Bytes of idx's cache: its pages touched and its objects (0 when not populated). */
+static uint64_t cache_bytes(uint32_t idx, uint64_t *objects)
+{
+	const struct vc_vcpu *v = &vc_g.vcpus[idx];
+	*objects = 0;
+	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
+		return 0;
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
+		*objects += (uint64_t)vc_slab_count(idx, c) * vc_classes[c].size;
+	return (uint64_t)touched_pages(v) * VC_OS_PAGE + *objects;
 }
 
 void vc_cache_stats(struct vcmalloc_stats *st)
 {
-	uint64_t bytes = 0, objects = 0;
+	uint64_t total = 0, objects = 0;
 	uint32_t bound = __atomic_load_n(&populated_bound, __ATOMIC_ACQUIRE);
 	for (uint32_t idx = 0; idx < bound; idx++) {
-		struct vc_vcpu *v = &vc_g.vcpus[idx];
-		if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
-			continue;
-		bytes += (uint64_t)touched_pages(v) * VC_OS_PAGE;
-		for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
-			objects += (uint64_t)vc_slab_count(idx, c) * vc_classes[c].size;
+		uint64_t o;
+		total += cache_bytes(idx, &o);
+		objects += o;
 	}
-	/* The state array is touched up to the highest populated id. */
-	uint64_t total = bytes + objects;
 	if (st) {
 		st->vcpu_cache_bytes = total;
 		st->vcpu_cache_object_bytes = objects;
@@ -139,17 +137,42 @@ void vc_cache_stats(struct vcmalloc_stats *st)
 	vc_atomic_raise_u64(&vc_cache_bytes_peak, total);
 }
 
-static void note_peak(void)
+/* The peak between statistics calls, sampled on slow paths one id at a time: each
+ * id keeps its part of the total as of its last sample (counters.sampled_bytes),
+ * a sample of idx replaces its part, and a drain takes it out. The sum is each
+ * id's latest sample, so the cost of a sample does not grow with the ids in use;
+ * vc_cache_stats raises the peak with the exact figure as well. */
+static uint64_t sampled_total;
+
+static void note_peak(uint32_t idx)
 {
-	vc_cache_stats(NULL);
+	uint64_t objects;
+	uint64_t now = cache_bytes(idx, &objects);
+	uint64_t was = __atomic_exchange_n(&vc_g.vcpus[idx].counters.sampled_bytes, now,
+					   __ATOMIC_RELAXED);
+	vc_atomic_raise_u64(&vc_cache_bytes_peak,
+			    __atomic_add_fetch(&sampled_total, now - was, __ATOMIC_RELAXED));
+}
+
+static void forget_peak_sample(struct vc_vcpu *v)
+{
+	uint64_t was = __atomic_exchange_n(&v->counters.sampled_bytes, 0, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&sampled_total, was, __ATOMIC_RELAXED);
 }
 
 /* Bookkeeping of a capacity change; vcpu lock held. */
 static void set_capacity(struct vc_vcpu *v, unsigned c, unsigned cap)
 {
 	vc_policy_set(&v->locked.cap, c, cap);
-	if (cap > v->locked.high_water[c])
-		__atomic_store_n(&v->locked.high_water[c], (uint16_t)cap, __ATOMIC_RELAXED);
+	if (cap <= v->locked.high_water[c])
+		return;
+	__atomic_store_n(&v->locked.high_water[c], (uint16_t)cap, __ATOMIC_RELAXED);
+	size_t first = (size_t)vc_classes[c].slot_base * 8 / VC_OS_PAGE;
+	size_t last = (((size_t)vc_classes[c].slot_base + cap) * 8 - 1) / VC_OS_PAGE;
+	for (size_t pg = first; pg <= last; pg++) {
+		uint64_t *w = &v->locked.touched[pg / 64];
+		__atomic_store_n(w, *w | 1ull << (pg % 64), __ATOMIC_RELAXED);
+	}
 }
 
 /* Change the capacity of class c on the vCPU this thread runs as, idx.
@@ -182,7 +205,7 @@ static void count_slow_event(struct vc_vcpu *v, unsigned c)
 	__atomic_fetch_add(&v->counters.slow_events, 1, __ATOMIC_RELAXED);
 	vc_policy_count_miss(v->counters.misses, c);
 	if (vc_config_stats && (__atomic_add_fetch(&slow_counter, 1, __ATOMIC_RELAXED) & 1023) == 0)
-		note_peak();
+		note_peak((uint32_t)(v - vc_g.vcpus));
 }
 
 /* Put objects of node `node` just taken from central into this vCPU's cache; what
@@ -442,7 +465,10 @@ static void drain_finish(uint32_t idx)
 	drain_move_objects(idx);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
 		__atomic_store_n(&v->locked.high_water[c], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->locked.touched[0], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->locked.touched[1], 0, __ATOMIC_RELAXED);
 	vc_slab_release(idx);
+	forget_peak_sample(v);
 	__atomic_store_n(&v->populated, 0, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&vc_cache_reclaims, 1, __ATOMIC_RELAXED);
@@ -493,7 +519,7 @@ static void move_to_node(uint32_t idx, unsigned node)
 		/* Drained by a reclaim, or moved by the thread that ran as idx before. */
 		populate_locked(idx, node);
 		vc_unlock(&v->lock);
-		note_peak();
+		note_peak(idx);
 		return;
 	}
 	vc_slab_stop(idx);
@@ -505,7 +531,7 @@ static void move_to_node(uint32_t idx, unsigned node)
 	populate_locked(idx, node);
 	__atomic_add_fetch(&vc_cache_node_moves, 1, __ATOMIC_RELAXED);
 	vc_unlock(&v->lock);
-	note_peak();
+	note_peak(idx);
 }
 
 static uint64_t header_sum(uint32_t idx)
