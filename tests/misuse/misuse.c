@@ -54,7 +54,9 @@
  * Double frees across the layers:
  *   double-free-reused-thread
  *                          free(p) in main; a second thread allocates blocks of
- *                          p's size until it gets p, frees them; then free(p)
+ *                          p's size until it gets p, frees them; then free(p).
+ *                          Both threads stay on main's CPU: p goes back to its own
+ *                          node's lists, which a thread on another node never uses
  *   double-free-drained    free(p); every vCPU cache drained (vcmalloc_reclaim(1):
  *                          p moves to a central list); free(p)
  *   double-free-released   as double-free-drained, then the central lists flushed
@@ -86,6 +88,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -390,8 +393,25 @@ static void *reuse_in_thread(void *arg)
 	return NULL;
 }
 
+/* Keep this thread, and the threads it creates from now on (they inherit its
+ * affinity), on the CPU it runs on. */
+static void stay_on_this_cpu(void)
+{
+	int cpu = sched_getcpu();
+	VCT_CHECK(cpu >= 0, "sched_getcpu: %s", strerror(errno));
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	VCT_CHECK(sched_setaffinity(0, sizeof(one), &one) == 0, "sched_setaffinity(%d): %s", cpu,
+		  strerror(errno));
+}
+
 static void double_free_reused_thread(void)
 {
+	/* On one CPU, the second thread uses main's cache and node: a thread on another
+	 * NUMA node would never be handed p (it stays on its node's lists), whatever it
+	 * allocates. */
+	stay_on_this_cpu();
 	struct reuse r = {malloc(200), 200, false};
 	VCT_CHECK(r.p != NULL, "malloc(200)");
 	memset(r.p, 3, 200);
