@@ -146,10 +146,22 @@ struct pair {
 	uint64_t checksum;
 };
 
+/* One spin step: x86 `pause`, aarch64 `yield`, elsewhere a compiler barrier. */
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield" ::: "memory");
+#else
+	__asm__ volatile("" ::: "memory");
+#endif
+}
+
 static void wait_a_little(int *spins)
 {
 	if (++*spins < SPINS_BEFORE_YIELD)
-		__builtin_ia32_pause();
+		spin_pause();
 	else
 		sched_yield();
 }
