@@ -2,7 +2,9 @@
  * function, grouped by the file that defines it. Layers, bottom up:
  *   os_linux.c -> segment.c (registry, segments, huge blocks) -> pageheap.c (spans)
  *   -> central.c (transfer arrays, span free lists) -> vcpu_cache.c (per-vCPU caches,
- *   reclaim) -> alloc.c (malloc family) -> override.c / override_new.cc (symbols).
+ *   reclaim; over vcpu_slab.c, the regions and their stack words, and vcpu_policy.c,
+ *   the capacity policy) -> alloc.c (malloc family) -> override.c / override_new.cc
+ *   (symbols).
  *   init.c, options.c, stats.c and check.c serve all layers; compat_*.c export
  *   jemalloc's, tcmalloc's and glibc's non-standard entry points over alloc.c and
  *   stats.c.

@@ -67,13 +67,11 @@ static inline void claim_id(uint32_t idx)
 	vc_unlock(&ids_lock);
 }
 
-/* Lock held. Headers go from zero to "empty, capacity 0"; the region's objects
- * will be of node `node`. */
-static void populate_locked(uint32_t idx, unsigned node)
+/* Lock held, idx not populated: its region opens (headers from zero to "empty,
+ * capacity 0") for objects of node `node`. */
+static VC_NOINLINE void open_locked(uint32_t idx, unsigned node)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	if (__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
-		return;
 	vc_slab_open(idx, node);
 	__atomic_store_n(&v->locked.node, (uint8_t)node, __ATOMIC_RELAXED);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
@@ -84,6 +82,14 @@ static void populate_locked(uint32_t idx, unsigned node)
 	vc_atomic_raise_u32(&populated_bound, idx + 1);
 	vc_atomic_raise_u32(&vc_cache_populated_peak,
 			    __atomic_add_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED));
+}
+
+/* Lock held: open idx's region unless it is open (every fallback operation asks). */
+static inline void populate_locked(uint32_t idx, unsigned node)
+{
+	/* Relaxed: the lock orders it against the stores of other lock holders. */
+	if (VC_UNLIKELY(!__atomic_load_n(&vc_g.vcpus[idx].populated, __ATOMIC_RELAXED)))
+		open_locked(idx, node);
 }
 
 static void populate(uint32_t idx, unsigned node)
@@ -218,26 +224,10 @@ static void stash(unsigned c, void **objs, unsigned n, unsigned node)
 			objs++;
 			n--;
 		}
-	} else if (!VC_RSEQ_NO_CRITICAL_SECTIONS && vc_g.mode != VCMALLOC_INDEX_FALLBACK) {
-#if !VC_RSEQ_NO_CRITICAL_SECTIONS
-		struct vc_rseq_abi *rs = vc_fast_area();
-		const int ix = vc_g.rseq_index;
-		while (n > 0) {
-			uint32_t idx = vc_rseq_read_index(rs, ix);
-			if (idx >= vc_g.nvcpus)
-				break;
-			char *region = vc_vcpu_region(idx);
-			uint32_t done = 0;
-			int r = vc_rseq_push_batch(ix, rs, idx, vc_vcpu_header(region, c), region,
-						   objs, n, &done);
-			if (r > 0)
-				break;
-			if (r == 0) {
-				objs += done;
-				n -= done;
-			}
-		}
-#endif
+	} else if (vc_g.mode != VCMALLOC_INDEX_FALLBACK) {
+		unsigned done = vc_slab_fill(vc_fast_area(), c, objs, n);
+		objs += done;
+		n -= done;
 	}
 	if (n > 0)
 		vc_central_insert(c, objs, n);
@@ -315,7 +305,7 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 		if (!fallback_grow(idx, c))
 			vc_slab_locked_spill_top(idx, c, vc_classes[c].batch, vc_central_insert);
 	}
-	bool kept = vc_slab_locked_push(idx, c, &p, 1) == 1;
+	bool kept = vc_slab_locked_push_one(idx, c, p);
 	vc_unlock(&v->lock);
 	if (!kept)
 		vc_central_insert(c, &p, 1);
@@ -400,25 +390,14 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
 	if (vc_cache_push(c, p, node))
 		return;
 	/* Still full: move the top batch to central, then push. */
-#if !VC_RSEQ_NO_CRITICAL_SECTIONS
-	const int ix = vc_g.rseq_index;
 	for (int tries = 0; tries < 3; tries++) {
-		idx = vc_rseq_read_index(rs, ix);
-		if (idx >= vc_g.nvcpus)
+		if (!vc_slab_spill_top(rs, c, vc_classes[c].batch, vc_central_insert))
 			break;
-		char *region = vc_vcpu_region(idx);
-		void *buf[VC_BATCH_MAX];
-		uint32_t got = 0;
-		int r = vc_rseq_pop_batch(ix, rs, idx, vc_vcpu_header(region, c), region, buf,
-					  vc_classes[c].batch, &got);
-		if (r == 0)
-			vc_central_insert(c, buf, got);
 		if (vc_cache_push(c, p, node)) {
 			vc_maintain();
 			return;
 		}
 	}
-#endif
 	vc_central_insert(c, &p, 1);
 	vc_maintain();
 }

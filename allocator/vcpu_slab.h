@@ -99,6 +99,19 @@ void vc_slab_clear(uint32_t idx) VC_HIDDEN;
 bool vc_slab_resize(struct vc_rseq_abi *rs, uint32_t idx, unsigned c, unsigned cap,
 		    vc_slab_spill_fn spill) VC_HIDDEN;
 
+/* ---- refill and overflow in the rseq modes, on the id the thread runs as ---- */
+
+/* Push objs[0..n) of class c into the cache of the id the thread runs as (batch
+ * critical sections, the id re-read after each abort); returns how many went in.
+ * Stops early when the stack is full or the thread has no usable id. */
+unsigned vc_slab_fill(struct vc_rseq_abi *rs, unsigned c, void *const *objs,
+		      unsigned n) VC_HIDDEN;
+/* Take up to n objects off the top of class c's stack on the id the thread runs as,
+ * to spill (one batch critical section). Returns false when the thread has no
+ * usable id, true otherwise (whether or not the section committed). */
+bool vc_slab_spill_top(struct vc_rseq_abi *rs, unsigned c, unsigned n,
+		       vc_slab_spill_fn spill) VC_HIDDEN;
+
 /* ---- fallback mode: the same headers under the lock, plain loads and stores ---- */
 
 /* Pop class c's top object into *out; false when empty. */
@@ -110,7 +123,20 @@ static inline bool vc_slab_locked_pop(uint32_t idx, unsigned c, void **out)
 	if (cur <= begin)
 		return false;
 	*out = ((void **)vc_vcpu_region(idx))[cur - 1];
-	*hw = vc_rseq_stack_word((uint16_t)(cur - 1), begin, vc_rseq_stack_end(h));
+	*hw = vc_rseq_stack_moved(h, -1);
+	return true;
+}
+
+/* Push p on class c's stack; false when full. */
+static inline bool vc_slab_locked_push_one(uint32_t idx, unsigned c, void *p)
+{
+	uint64_t *hw = vc_slab_word(idx, c);
+	uint64_t h = *hw;
+	uint16_t cur = vc_rseq_stack_current(h);
+	if (cur >= vc_rseq_stack_end(h))
+		return false;
+	((void **)vc_vcpu_region(idx))[cur] = p;
+	*hw = vc_rseq_stack_moved(h, 1);
 	return true;
 }
 

@@ -200,6 +200,13 @@ static inline uint16_t vc_rseq_stack_end(uint64_t w)
 {
 	return (uint16_t)(w >> VC_RSEQ_STACK_END_SHIFT);
 }
+/* The word with `current` moved by delta (the result must stay in 0..0xffff, so no
+ * carry or borrow reaches the other fields): what a single push (+1) or pop (-1)
+ * commits. */
+static inline uint64_t vc_rseq_stack_moved(uint64_t w, int delta)
+{
+	return w + ((uint64_t)(int64_t)delta << VC_RSEQ_STACK_CURRENT_SHIFT);
+}
 /* The same word as a struct, and back. */
 static inline uint64_t vc_rseq_stack_pack(struct vc_rseq_stack h)
 {
