@@ -30,8 +30,7 @@ static inline void *finish_small(void *p)
  * can map again, e.g. under RLIMIT_AS. */
 static VC_NOINLINE void recover_from_oom(void)
 {
-	vc_cache_reclaim(true);
-	vcmalloc_release_free_memory();
+	vc_release_free_memory(VC_RELEASE_WITH_CACHES);
 }
 
 static VC_NOINLINE void *malloc_small_slow(unsigned c)

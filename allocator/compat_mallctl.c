@@ -216,8 +216,7 @@ static int ctl_arena_purge(struct io *io)
 		/* Every arena: the vCPU caches' objects are free memory of the whole
 		 * process (not of one thread, as jemalloc's thread caches are), and a
 		 * cache may hold several MiB; they go back with the rest. */
-		vc_cache_reclaim(true);
-		vcmalloc_release_free_memory();
+		vc_release_free_memory(VC_RELEASE_WITH_CACHES);
 		return 0;
 	}
 	/* One node: the central lists are shared by the nodes' spans, so they are

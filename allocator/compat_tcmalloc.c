@@ -67,14 +67,14 @@ VC_EXPORT int MallocExtension_SetNumericProperty(const char *name, size_t value)
 
 VC_EXPORT void MallocExtension_ReleaseFreeMemory(void)
 {
-	vcmalloc_release_free_memory();
+	vc_release_free_memory(VC_RELEASE_FREE);
 }
 
 /* vcmalloc releases all free pages at once: at least num_bytes when there are. */
 VC_EXPORT void MallocExtension_ReleaseToSystem(size_t num_bytes)
 {
 	(void)num_bytes;
-	vcmalloc_release_free_memory();
+	vc_release_free_memory(VC_RELEASE_FREE);
 }
 
 /* The caches are per vCPU, not per thread: an idle thread's is the cache of the

@@ -121,8 +121,7 @@ static void thread_exit(void *arg)
 	if (gone && __atomic_compare_exchange_n(&live_threads_mark, &mark, live, 0,
 						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&last_shrink_ms, now, __ATOMIC_RELAXED);
-		vc_cache_reclaim(true);
-		vcmalloc_release_free_memory();
+		vc_release_free_memory(VC_RELEASE_WITH_CACHES);
 		return;
 	}
 	vc_maintain();

@@ -120,7 +120,7 @@ void vc_thread_note(void) VC_HIDDEN; /* arms the thread-exit hook once per threa
 int vc_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
 		      void *arg) VC_HIDDEN;
 
-/* ---- maintenance.c: the periodic work, on slow paths and in the background ---- */
+/* ---- maintenance.c: the periodic work (slow paths, background) and release on request ---- */
 /* Slow paths and thread exit: what is due of the decays and the reclaim tick. */
 void vc_maintain(void) VC_HIDDEN;
 /* Start the maintenance thread once, with `create` (the C library's pthread_create).
@@ -128,6 +128,11 @@ void vc_maintain(void) VC_HIDDEN;
 void vc_maintenance_start(int (*create)(pthread_t *, const pthread_attr_t *,
 					 void *(*)(void *), void *)) VC_HIDDEN;
 void vc_maintenance_after_fork_child(void) VC_HIDDEN;
+/* Give back everything free now (maintenance.c): the central lists' objects to their
+ * spans, free pages and cached huge mappings to the OS; VC_RELEASE_WITH_CACHES
+ * drains every vCPU cache first. Called with no allocator lock held. */
+enum vc_release { VC_RELEASE_FREE, VC_RELEASE_WITH_CACHES };
+void vc_release_free_memory(enum vc_release what) VC_HIDDEN;
 
 /* ---- sizeclass.c ---- */
 extern struct vc_class_info vc_classes[VC_NUM_CLASSES] VC_HIDDEN;

@@ -1,5 +1,5 @@
-/* allocator/maintenance.c - the periodic work, and the thread that does it when the
- * program does not call the allocator.
+/* allocator/maintenance.c - the periodic work, the thread that does it when the
+ * program does not call the allocator, and the release of everything free on request.
  *
  * The periodic work: the reclaim tick (idle vCPU caches drained, idle transfer
  * arrays flushed to their spans: vcpu_cache.c, central.c), the page heap's decay
@@ -24,6 +24,15 @@
  * memory comes back at its next slow path, or with malloc_trim. VCMALLOC_BACKGROUND=0
  * turns the thread off. After fork the child has no maintenance thread; it starts
  * one again the same way.
+ *
+ * The release on request (vc_release_free_memory): every transfer array back to its
+ * spans, every free page of every node and every cached huge mapping back to the
+ * OS; with VC_RELEASE_WITH_CACHES, every vCPU cache is drained first, so that the
+ * objects cached there reach their spans too. The public calls (malloc_trim,
+ * vcmalloc_release_free_memory, tcmalloc's ReleaseFreeMemory) release what is free;
+ * the out-of-memory retry (alloc.c), a crowd of threads gone (init.c) and
+ * mallctl's arena.<all>.purge release the caches too. No lock is held by the
+ * caller, and each layer makes its system calls with its own locks dropped.
  *
  * Invariants: the thread never allocates (its stack and TLS are the C library's),
  * blocks every signal (process-directed signals go to the program's threads), and
@@ -132,4 +141,27 @@ void vc_maintenance_after_fork_child(void)
 {
 	__atomic_store_n(&started, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&parked, 0, __ATOMIC_RELAXED);
+}
+
+void vc_release_free_memory(enum vc_release what)
+{
+	vc_ensure_init();
+	if (what == VC_RELEASE_WITH_CACHES)
+		vc_cache_reclaim(true);
+	vc_central_flush();
+	for (unsigned n = 0; n < vc_g.nnodes; n++)
+		vc_pageheap_decay(n, true);
+	vc_huge_release_all();
+}
+
+void vcmalloc_release_free_memory(void)
+{
+	vc_release_free_memory(VC_RELEASE_FREE);
+}
+
+int vcmalloc_reclaim(int force)
+{
+	int drained = vc_cache_reclaim(force != 0);
+	vc_huge_maybe_decay(vc_os_now_ms());
+	return drained;
 }

@@ -119,7 +119,7 @@ VC_ALIAS_ATTR void free_aligned_sized(void *p, size_t align, size_t n)
 VC_ALIAS_ATTR int malloc_trim(size_t pad)
 {
 	(void)pad;
-	vcmalloc_release_free_memory();
+	vc_release_free_memory(VC_RELEASE_FREE);
 	return 1;
 }
 

@@ -216,19 +216,3 @@ void vc_stats_at_exit(void)
 	vc_os_write(2, num, vc_os_fmt_u64(num, st.mapped_bytes));
 	vc_os_write_str(2, "\n");
 }
-
-int vcmalloc_reclaim(int force)
-{
-	int drained = vc_cache_reclaim(force != 0);
-	vc_huge_maybe_decay(vc_os_now_ms());
-	return drained;
-}
-
-void vcmalloc_release_free_memory(void)
-{
-	vc_ensure_init();
-	vc_central_flush();
-	for (unsigned n = 0; n < vc_g.nnodes; n++)
-		vc_pageheap_decay(n, true);
-	vc_huge_release_all();
-}
