@@ -1,6 +1,6 @@
 /* tests/rseq/harness.c - see harness.h. */
 #include "harness.h"
-#include "../test_env.h"
+#include "../lib/test_env.h"
 
 #include <errno.h>
 #include <pthread.h>

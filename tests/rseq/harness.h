@@ -84,7 +84,7 @@ long now_us(void);
 /* Bounds the run time of a test program by construction: after `seconds` a SIGALRM
  * handler prints a message and exits with status 3, whatever the threads are doing
  * (the timer survives exec, so a program that execs must set its own). */
-/* VCTEST_TIME_SCALE multiplies `seconds` (tests/test_env.h). */
+/* VCTEST_TIME_SCALE multiplies `seconds` (tests/lib/test_env.h). */
 void harness_watchdog(unsigned seconds);
 
 /* Running kernel's version from uname, e.g. 6.18 -> major 6, minor 18. */

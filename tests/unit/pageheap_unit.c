@@ -18,36 +18,10 @@
  */
 #include "fake_os.h"
 #include "internal.h"
+#include "vctest.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-struct vc_global vc_g;
-
-void vc_assert_fail(const char *expr, const char *file, int line)
-{
-	fprintf(stderr, "allocator assertion failed: %s (%s:%d)\n", expr, file, line);
-	abort();
-}
-
-void vc_report(const char *what, const char *func, const void *p)
-{
-	fprintf(stderr, "allocator report: %s in %s at %p\n", what, func, p);
-	abort();
-}
-
-static int failures;
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__,   \
-				#cond);                                                    \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fprintf(stderr, "\n");                                             \
-			failures++;                                                        \
-		}                                                                          \
-	} while (0)
 
 #define DECAY_MS 1000u
 
@@ -78,12 +52,12 @@ static size_t usable_pages(void)
 static struct vc_span *large(unsigned node, size_t npages)
 {
 	struct vc_span *sp = vc_pageheap_alloc(node, npages, VC_SPAN_LARGE, -1);
-	CHECK(sp != NULL, "alloc of %zu pages on node %u", npages, node);
+	VCT_EXPECT(sp != NULL, "alloc of %zu pages on node %u", npages, node);
 	/* What a slow path does next, with no lock held: the deferred work. */
 	vc_pageheap_maintain(fake_os.now_ms, false);
 	if (sp) {
-		CHECK(sp->npages == npages, "span of %u pages for %zu", sp->npages, npages);
-		CHECK(sp->state == VC_SPAN_LARGE, "state %u", sp->state);
+		VCT_EXPECT(sp->npages == npages, "span of %u pages for %zu", sp->npages, npages);
+		VCT_EXPECT(sp->state == VC_SPAN_LARGE, "state %u", sp->state);
 		sp->large_size = npages * VC_PAGE_SIZE;
 		memset(vc_span_start(sp), 0x5a, npages * VC_PAGE_SIZE); /* resident now */
 	}
@@ -96,16 +70,17 @@ static unsigned check_tiling(struct vc_segment *s)
 	unsigned pg = (unsigned)VC_SEGMENT_HEADER_PAGES, nfree = 0;
 	while (pg < VC_PAGES_PER_SEGMENT) {
 		struct vc_span *t = s->pagemap[pg];
-		CHECK(t && t->first_page == pg && t->npages > 0, "page %u is not a span start", pg);
+		VCT_EXPECT(t && t->first_page == pg && t->npages > 0, "page %u is not a span start",
+			   pg);
 		if (!t || t->npages == 0)
 			return nfree;
-		CHECK(t->state != VC_SPAN_FREE || pg == VC_SEGMENT_HEADER_PAGES ||
-			      s->pagemap[pg - 1]->state != VC_SPAN_FREE,
-		      "two FREE spans are adjacent at page %u", pg);
+		VCT_EXPECT(t->state != VC_SPAN_FREE || pg == VC_SEGMENT_HEADER_PAGES ||
+			       s->pagemap[pg - 1]->state != VC_SPAN_FREE,
+			   "two FREE spans are adjacent at page %u", pg);
 		nfree += t->state == VC_SPAN_FREE;
 		pg += t->npages;
 	}
-	CHECK(pg == VC_PAGES_PER_SEGMENT, "spans end at page %u", pg);
+	VCT_EXPECT(pg == VC_PAGES_PER_SEGMENT, "spans end at page %u", pg);
 	return nfree;
 }
 
@@ -116,19 +91,19 @@ static void case_tiling(void)
 	if (!a || !b || !c)
 		return;
 	struct vc_segment *s = vc_segment_of(a);
-	CHECK(vc_segment_of(b) == s && vc_segment_of(c) == s, "one segment for three spans");
+	VCT_EXPECT(vc_segment_of(b) == s && vc_segment_of(c) == s, "one segment for three spans");
 	check_tiling(s);
 	vc_pageheap_free(b);
 	vc_pageheap_free(a);
 	struct vc_span *merged = s->pagemap[a->first_page];
-	CHECK(merged->state == VC_SPAN_FREE && merged->npages >= 12,
-	      "a and b merged into a FREE span of %u pages", merged->npages);
+	VCT_EXPECT(merged->state == VC_SPAN_FREE && merged->npages >= 12,
+		   "a and b merged into a FREE span of %u pages", merged->npages);
 	check_tiling(s);
 	vc_pageheap_free(c);
-	CHECK(check_tiling(s) == 1, "a fully free segment is one FREE span");
-	CHECK(vc_pageheaps[0].free_bytes == usable_pages() * VC_PAGE_SIZE,
-	      "free bytes %llu", (unsigned long long)vc_pageheaps[0].free_bytes);
-	CHECK(s->used_pages == 0, "used pages %u", s->used_pages);
+	VCT_EXPECT(check_tiling(s) == 1, "a fully free segment is one FREE span");
+	VCT_EXPECT(vc_pageheaps[0].free_bytes == usable_pages() * VC_PAGE_SIZE, "free bytes %llu",
+		   (unsigned long long)vc_pageheaps[0].free_bytes);
+	VCT_EXPECT(s->used_pages == 0, "used pages %u", s->used_pages);
 }
 
 static void case_decay(void)
@@ -140,13 +115,13 @@ static void case_decay(void)
 	char *start = vc_span_start(a);
 	vc_pageheap_free(a);
 	const uint64_t resident = vc_pageheaps[0].free_bytes - vc_pageheaps[0].released_bytes;
-	CHECK(resident >= 16 * VC_PAGE_SIZE, "16 resident free pages, %llu bytes",
-	      (unsigned long long)resident);
+	VCT_EXPECT(resident >= 16 * VC_PAGE_SIZE, "16 resident free pages, %llu bytes",
+		   (unsigned long long)resident);
 	size_t mark = fake_os.ncalls;
 	fake_os.now_ms = 5000 + DECAY_MS - 1;
 	vc_pageheap_maybe_decay(fake_os.now_ms, true);
-	CHECK(fake_os_bytes(FAKE_RELEASE, mark) == 0, "released %zu bytes before the decay time",
-	      fake_os_bytes(FAKE_RELEASE, mark));
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) == 0,
+		   "released %zu bytes before the decay time", fake_os_bytes(FAKE_RELEASE, mark));
 	fake_os.now_ms = 5000 + DECAY_MS;
 	vc_pageheap_maybe_decay(fake_os.now_ms, true);
 	bool covered = false;
@@ -154,19 +129,19 @@ static void case_decay(void)
 		if (fake_os.calls[i].kind == FAKE_RELEASE && (char *)fake_os.calls[i].p <= start &&
 		    (char *)fake_os.calls[i].p + fake_os.calls[i].size >= start + 16 * VC_PAGE_SIZE)
 			covered = true;
-	CHECK(covered, "the freed span's pages were released at the decay time");
-	CHECK(vc_pageheaps[0].free_bytes == vc_pageheaps[0].released_bytes,
-	      "every free page released: free %llu released %llu",
-	      (unsigned long long)vc_pageheaps[0].free_bytes,
-	      (unsigned long long)vc_pageheaps[0].released_bytes);
+	VCT_EXPECT(covered, "the freed span's pages were released at the decay time");
+	VCT_EXPECT(vc_pageheaps[0].free_bytes == vc_pageheaps[0].released_bytes,
+		   "every free page released: free %llu released %llu",
+		   (unsigned long long)vc_pageheaps[0].free_bytes,
+		   (unsigned long long)vc_pageheaps[0].released_bytes);
 
 	/* Forced: at once, whatever the age. */
 	struct vc_span *b = large(0, 8);
 	vc_pageheap_free(b);
 	mark = fake_os.ncalls;
 	vc_pageheap_decay(0, true);
-	CHECK(fake_os_bytes(FAKE_RELEASE, mark) >= 8 * VC_PAGE_SIZE, "forced decay released %zu",
-	      fake_os_bytes(FAKE_RELEASE, mark));
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= 8 * VC_PAGE_SIZE,
+		   "forced decay released %zu", fake_os_bytes(FAKE_RELEASE, mark));
 	vc_pageheap_free(keep);
 }
 
@@ -177,17 +152,17 @@ static void case_extend(void)
 	if (!a || !b)
 		return;
 	if (b->first_page != a->first_page + 4) {
-		CHECK(0, "b does not follow a (pages %u, %u): cannot test growth", a->first_page,
-		      b->first_page);
+		VCT_EXPECT(0, "b does not follow a (pages %u, %u): cannot test growth",
+			   a->first_page, b->first_page);
 		return;
 	}
-	CHECK(!vc_pageheap_extend(a, 6), "a grew over the used span b");
-	CHECK(a->npages == 4, "a unchanged: %u pages", a->npages);
+	VCT_EXPECT(!vc_pageheap_extend(a, 6), "a grew over the used span b");
+	VCT_EXPECT(a->npages == 4, "a unchanged: %u pages", a->npages);
 	vc_pageheap_free(b);
-	CHECK(vc_pageheap_extend(a, 6), "a did not grow over the free pages after it");
-	CHECK(a->npages == 6, "a has %u pages", a->npages);
+	VCT_EXPECT(vc_pageheap_extend(a, 6), "a did not grow over the free pages after it");
+	VCT_EXPECT(a->npages == 6, "a has %u pages", a->npages);
 	struct vc_segment *s = vc_segment_of(a);
-	CHECK(s->pagemap[a->first_page + 5] == a, "the page map covers a's new pages");
+	VCT_EXPECT(s->pagemap[a->first_page + 5] == a, "the page map covers a's new pages");
 	check_tiling(s);
 	vc_pageheap_free(a);
 }
@@ -206,34 +181,34 @@ static void case_lending(void)
 	fake_os.now_ms = 10000 + min_age - 1;
 	size_t mark = fake_os.ncalls;
 	struct vc_span *a = large(0, 16);
-	CHECK(fake_os_bytes(FAKE_RELEASE, mark) == 0,
-	      "node 1's free pages, idle %llu ms, were released",
-	      (unsigned long long)(min_age - 1));
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) == 0,
+		   "node 1's free pages, idle %llu ms, were released",
+		   (unsigned long long)(min_age - 1));
 
 	/* Old enough: the next fresh pages of node 0 are paid for by node 1's. */
 	fake_os.now_ms = 10000 + min_age;
 	mark = fake_os.ncalls;
-	uint64_t node1_resident =
-		vc_pageheaps[1].free_bytes - vc_pageheaps[1].released_bytes;
+	uint64_t node1_resident = vc_pageheaps[1].free_bytes - vc_pageheaps[1].released_bytes;
 	struct vc_span *b = large(0, 16);
 	size_t released = fake_os_bytes(FAKE_RELEASE, mark);
-	CHECK(released >= 16 * VC_PAGE_SIZE, "released %zu bytes for 16 fresh pages", released);
+	VCT_EXPECT(released >= 16 * VC_PAGE_SIZE, "released %zu bytes for 16 fresh pages",
+		   released);
 	uint64_t node1_after = vc_pageheaps[1].free_bytes - vc_pageheaps[1].released_bytes;
-	CHECK(node1_after + 16 * VC_PAGE_SIZE <= node1_resident,
-	      "node 1's resident free bytes %llu -> %llu", (unsigned long long)node1_resident,
-	      (unsigned long long)node1_after);
+	VCT_EXPECT(node1_after + 16 * VC_PAGE_SIZE <= node1_resident,
+		   "node 1's resident free bytes %llu -> %llu", (unsigned long long)node1_resident,
+		   (unsigned long long)node1_after);
 	for (size_t i = mark; i < fake_os.ncalls; i++)
 		if (fake_os.calls[i].kind == FAKE_RELEASE)
-			CHECK(vc_segment_of(fake_os.calls[i].p)->node == 1,
-			      "a release on node %u", vc_segment_of(fake_os.calls[i].p)->node);
+			VCT_EXPECT(vc_segment_of(fake_os.calls[i].p)->node == 1,
+				   "a release on node %u", vc_segment_of(fake_os.calls[i].p)->node);
 
 	/* Reusing resident pages of its own faults nothing in: nothing is lent. */
 	vc_pageheap_free(b);
 	fake_os.now_ms += 2 * min_age;
 	mark = fake_os.ncalls;
 	struct vc_span *c = large(0, 16);
-	CHECK(fake_os_bytes(FAKE_RELEASE, mark) == 0, "reuse of resident pages released %zu",
-	      fake_os_bytes(FAKE_RELEASE, mark));
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) == 0, "reuse of resident pages released %zu",
+		   fake_os_bytes(FAKE_RELEASE, mark));
 	if (a)
 		vc_pageheap_free(a);
 	if (c)
@@ -248,8 +223,8 @@ static void case_lending(void)
 	fake_os.now_ms = 10000 + DECAY_MS / 2;
 	mark = fake_os.ncalls;
 	struct vc_span *z = large(0, 200); /* more than the free resident 64 */
-	CHECK(fake_os_bytes(FAKE_RELEASE, mark) == 0, "one node released %zu bytes",
-	      fake_os_bytes(FAKE_RELEASE, mark));
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) == 0, "one node released %zu bytes",
+		   fake_os_bytes(FAKE_RELEASE, mark));
 	if (z)
 		vc_pageheap_free(z);
 }
@@ -266,8 +241,8 @@ static void case_quiet_node(void)
 	fake_os.now_ms = 30000 + quiet - 1;
 	size_t mark = fake_os.ncalls;
 	vc_pageheap_maintain(fake_os.now_ms, false);
-	CHECK(fake_os_bytes(FAKE_RELEASE, mark) == 0, "released %zu bytes before a node is quiet",
-	      fake_os_bytes(FAKE_RELEASE, mark));
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) == 0,
+		   "released %zu bytes before a node is quiet", fake_os_bytes(FAKE_RELEASE, mark));
 	/* Node 0 keeps working; node 1 has been quiet for decay/32. */
 	fake_os.now_ms = 30000 + quiet;
 	struct vc_span *c = vc_pageheap_alloc(0, 2, VC_SPAN_LARGE, -1);
@@ -277,9 +252,10 @@ static void case_quiet_node(void)
 	for (size_t i = mark; i < fake_os.ncalls; i++)
 		if (fake_os.calls[i].kind == FAKE_RELEASE)
 			*(vc_segment_of(fake_os.calls[i].p)->node ? &on_node1 : &on_node0) +=
-				fake_os.calls[i].size;
-	CHECK(on_node1 >= 32 * VC_PAGE_SIZE, "quiet node 1: %zu bytes released", on_node1);
-	CHECK(on_node0 == 0, "busy node 0: %zu bytes released before the decay time", on_node0);
+			    fake_os.calls[i].size;
+	VCT_EXPECT(on_node1 >= 32 * VC_PAGE_SIZE, "quiet node 1: %zu bytes released", on_node1);
+	VCT_EXPECT(on_node0 == 0, "busy node 0: %zu bytes released before the decay time",
+		   on_node0);
 	if (c)
 		vc_pageheap_free(c);
 	vc_pageheap_free(a);
@@ -293,8 +269,8 @@ static void case_quiet_node(void)
 	fake_os.now_ms = 30000 + DECAY_MS / 2;
 	mark = fake_os.ncalls;
 	vc_pageheap_maintain(fake_os.now_ms, false);
-	CHECK(fake_os_bytes(FAKE_RELEASE, mark) == 0, "one node released %zu bytes early",
-	      fake_os_bytes(FAKE_RELEASE, mark));
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) == 0, "one node released %zu bytes early",
+		   fake_os_bytes(FAKE_RELEASE, mark));
 	vc_pageheap_free(z);
 }
 
@@ -312,11 +288,11 @@ static void case_deferred(void)
 	if (!a || !b)
 		return;
 	vc_pageheap_free(b); /* a free when the decay is due */
-	CHECK(fake_os.ncalls == mark, "alloc and free made %zu system calls",
-	      fake_os.ncalls - mark);
+	VCT_EXPECT(fake_os.ncalls == mark, "alloc and free made %zu system calls",
+		   fake_os.ncalls - mark);
 	vc_pageheap_maintain(fake_os.now_ms, false);
-	CHECK(fake_os_bytes(FAKE_RELEASE, mark) >= 32 * VC_PAGE_SIZE,
-	      "maintenance released %zu bytes", fake_os_bytes(FAKE_RELEASE, mark));
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= 32 * VC_PAGE_SIZE,
+		   "maintenance released %zu bytes", fake_os_bytes(FAKE_RELEASE, mark));
 	vc_pageheap_free(a);
 	vc_pageheap_free(keep);
 }
@@ -332,10 +308,6 @@ int main(void)
 	case_lending();
 	case_deferred();
 	case_quiet_node();
-	if (failures) {
-		fprintf(stderr, "pageheap_unit: %d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("pageheap_unit: tiling, decay, extend, lending, deferred, quiet node: ok\n");
-	return 0;
+	printf("pageheap_unit: tiling, decay, extend, lending, deferred, quiet node\n");
+	return vct_exit();
 }

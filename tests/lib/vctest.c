@@ -1,6 +1,6 @@
-/* tests/api/vctest.c - helpers shared by the test programs (see vctest.h). */
+/* tests/lib/vctest.c - the test harness (see vctest.h). */
 #include "vctest.h"
-#include "../test_env.h"
+#include "test_env.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -19,6 +19,38 @@ void vct_fail(const char *file, int line, const char *expr, const char *fmt, ...
 	fputc('\n', stderr);
 	fflush(NULL);
 	_exit(1);
+}
+
+static long expect_failures;
+
+void vct_expect_fail(const char *file, int line, const char *expr, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	flockfile(stdout);
+	printf("FAIL %s:%d: %s: ", file, line, expr);
+	vprintf(fmt, ap);
+	printf("\n");
+	fflush(stdout);
+	funlockfile(stdout);
+	va_end(ap);
+	__atomic_add_fetch(&expect_failures, 1, __ATOMIC_RELAXED);
+}
+
+long vct_failures(void)
+{
+	return __atomic_load_n(&expect_failures, __ATOMIC_RELAXED);
+}
+
+int vct_exit(void)
+{
+	long n = vct_failures();
+	if (n)
+		printf("RESULT: %ld failure(s)\n", n);
+	else
+		printf("RESULT: ok\n");
+	fflush(stdout);
+	return n ? 1 : 0;
 }
 
 static struct vct_vcmalloc vcmalloc_entry_points;

@@ -1,4 +1,5 @@
-/* tests/api/vctest.h - small helpers shared by the api, stress and misuse tests.
+/* tests/lib/vctest.h - the test harness: helpers shared by the test programs of
+ * every folder (api, stress, misuse, compat, races, unit, vm, sanitize).
  *
  * Every test program is an ordinary executable that uses malloc & co. It runs against
  * whatever allocator serves malloc: glibc, vcmalloc linked in, or vcmalloc preloaded.
@@ -34,6 +35,26 @@ extern "C" {
 
 void vct_fail(const char *file, int line, const char *expr, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 4, 5)));
+
+/* Record a violated expectation with its location and go on, so that one run
+ * reports every problem (the white-box and the concurrent tests); main ends with
+ * `return vct_exit();`. Safe from several threads at once, not from signal
+ * handlers. */
+#define VCT_EXPECT(cond, ...)                                                                      \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			vct_expect_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                   \
+	} while (0)
+
+void vct_expect_fail(const char *file, int line, const char *expr, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Violated expectations so far. */
+long vct_failures(void);
+
+/* Prints "RESULT: ok" or "RESULT: <n> failure(s)" and returns the exit status for
+ * main: 0 when no expectation was violated, else 1. */
+int vct_exit(void);
 
 /* Start of every test: arm vct_alarm(seconds) so a hang fails instead of blocking,
  * and honour VCTEST_EXPECT_VCMALLOC. */

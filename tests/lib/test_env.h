@@ -1,4 +1,4 @@
-/* tests/test_env.h - the environment knobs shared by every test program
+/* tests/lib/test_env.h - the environment knobs shared by every test program
  * (VCTEST_TIME_SCALE, VCTEST_WORK_DIVISOR; see tests/README.md). Header only: the
  * rseq tests and the api tests link different helper libraries. */
 #ifndef VCMALLOC_TESTS_TEST_ENV_H
