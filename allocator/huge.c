@@ -43,13 +43,31 @@
  *
  * Locks: vc_huge_lock guards the entry table, cache_n, vc_huge_cached_bytes
  * (written under it, read atomically by the statistics), peak_before and
- * last_decay_ms (written under it); registry bytes change under vc_os_lock. This
- * file never holds both (fork takes them in lock.h's order), and runs no system
- * call under either: an entry is taken out of the table before it is unmapped,
- * moved or grown, and a block's registry bytes are given up before its pages are.
+ * last_decay_ms (written under it); registry bytes change under vc_os_lock, which
+ * every segment map and unmap takes too. This file never holds both (fork takes
+ * them in lock.h's order).
+ *
+ * Invariant: the locks cover bookkeeping only; no system call (mmap, munmap,
+ * madvise, mremap) runs while this file holds either lock. A huge munmap or mremap
+ * costs a TLB shootdown on every CPU the process ran on; under vc_os_lock it would
+ * stall every segment map of every node, under vc_huge_lock every huge malloc and
+ * free. What makes it safe unlocked: memory leaves the bookkeeping before a system
+ * call gives it back, and joins it only after a system call has made it. An entry
+ * is taken out of the table before it is unmapped, moved or grown; a block's
+ * registry bytes (and, for a shrink, its header) are given up before its pages
+ * are; a new or grown block's are set after its mapping exists. So at every
+ * instant the table, the headers and the registry claim only pages that are
+ * mapped for them: a pointer into memory being given back is invalid already (a
+ * free of it is reported, not honoured), two threads never release the same
+ * range, and a fork child, in which the thread making the call does not exist,
+ * at worst keeps that one range mapped and unused (nothing it knows of points
+ * into a range that may be unmapped). tests/unit/huge_unit.c checks the first
+ * half against the fake OS: every release-type call is made with both locks free.
+ *
  * vc_huge_mapped_bytes, vc_huge_count and peak_now are atomic; the header of a
- * live block is written by the thread that allocates it, state by the one that
- * frees it (an atomic exchange, so that of two racing frees one is reported).
+ * live block is written by the thread that allocates it (or reallocates it),
+ * state by the one that frees it (an atomic exchange, so that of two racing frees
+ * one is reported).
  */
 #include "internal.h"
 
@@ -483,34 +501,39 @@ void *vc_huge_realloc(struct vc_huge_header *h, size_t size)
 	/* Resize in place only: a moved mapping would leave its unit boundary. The
 	 * caller copies into a new block when this fails. */
 	if (map < old_map) {
-		/* The units past the new end are given up before the OS takes them
-		 * back: a mapping another thread makes there next sets them itself. */
+		/* The units past the new end, and the header's claim on them, are given
+		 * up before the OS takes the pages back (see the top of this file): a
+		 * mapping another thread makes there next sets its units itself. */
 		vc_lock(&vc_os_lock);
 		vc_registry_set(base + map, old_map - map, VC_UNIT_FOREIGN, VC_UNIT_FOREIGN);
 		set_block_units(base, map, obj); /* the unit of the new end stays ours */
 		vc_unlock(&vc_os_lock);
+		h->map_size = map;
+		h->size = map - offset;
 		if (!vc_os_resize_in_place(base, old_map, map)) {
+			h->map_size = old_map;
+			h->size = old_map - offset;
 			vc_lock(&vc_os_lock);
 			set_block_units(base, old_map, obj);
 			vc_unlock(&vc_os_lock);
 			return NULL;
 		}
 		__atomic_sub_fetch(&vc_huge_mapped_bytes, old_map - map, __ATOMIC_RELAXED);
-	} else {
-		/* Growing takes the cached entry that starts where the block ends, if
-		 * there is one, else asks the OS for the address space after it. */
-		size_t grown = cache_take_at(base + old_map, map - old_map);
-		if (grown)
-			map = old_map + grown;
-		else if (!vc_os_resize_in_place(base, old_map, map))
-			return NULL;
-		vc_lock(&vc_os_lock);
-		set_block_units(base, map, obj);
-		vc_unlock(&vc_os_lock);
-		uint64_t live = __atomic_add_fetch(&vc_huge_mapped_bytes, map - old_map,
-						   __ATOMIC_RELAXED);
-		vc_atomic_raise_u64(&peak_now, live);
+		return obj;
 	}
+	/* Growing takes the cached entry that starts where the block ends, if there
+	 * is one, else asks the OS for the address space after it; the registry and
+	 * the header claim the new pages once they are the block's. */
+	size_t grown = cache_take_at(base + old_map, map - old_map);
+	if (grown)
+		map = old_map + grown;
+	else if (!vc_os_resize_in_place(base, old_map, map))
+		return NULL;
+	vc_lock(&vc_os_lock);
+	set_block_units(base, map, obj);
+	vc_unlock(&vc_os_lock);
+	uint64_t live = __atomic_add_fetch(&vc_huge_mapped_bytes, map - old_map, __ATOMIC_RELAXED);
+	vc_atomic_raise_u64(&peak_now, live);
 	h->map_size = map;
 	h->size = map - offset;
 	return obj;

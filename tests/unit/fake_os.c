@@ -15,6 +15,8 @@ struct fake_os fake_os;
 
 static void record(enum fake_call kind, const void *p, size_t size, unsigned node)
 {
+	if (fake_os.before_call)
+		fake_os.before_call(kind, (void *)p, size);
 	if (fake_os.ncalls < FAKE_MAX_CALLS)
 		fake_os.calls[fake_os.ncalls] = (struct fake_os_call){kind, (void *)p, size, node};
 	fake_os.ncalls++;
@@ -78,21 +80,27 @@ void vc_os_guard(void *p, size_t size)
 	mprotect(p, size, PROT_NONE);
 }
 
+/* Real mremap, so that the memory behind a resized or moved mapping is what the
+ * allocator expects; fail_resizes / fail_moves make the next calls fail (as when
+ * the address space after a mapping is taken), for tests of the fallbacks. */
 bool vc_os_resize_in_place(void *p, size_t old_size, size_t new_size)
 {
-	(void)p;
-	(void)old_size;
-	(void)new_size;
-	return false;
+	record(FAKE_RESIZE, p, new_size, 0);
+	if (fake_os.fail_resizes) {
+		fake_os.fail_resizes--;
+		return false;
+	}
+	return mremap(p, old_size, new_size, 0) != MAP_FAILED;
 }
 
 bool vc_os_move(void *from, size_t old_size, size_t new_size, void *to)
 {
-	(void)from;
-	(void)old_size;
-	(void)new_size;
-	(void)to;
-	return false;
+	record(FAKE_MOVE, from, new_size, 0);
+	if (fake_os.fail_moves) {
+		fake_os.fail_moves--;
+		return false;
+	}
+	return mremap(from, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, to) != MAP_FAILED;
 }
 
 bool vc_os_bind_node(void *p, size_t size, unsigned node)
