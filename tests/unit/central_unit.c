@@ -1,0 +1,402 @@
+/* tests/unit/central_unit.c - the central layer (allocator/central.c) over the real
+ * page heap (pageheap.c, segment.c), against the fake OS layer (fake_os.c): no
+ * malloc replacement, no threads, no rseq, no vCPU caches (the test takes and gives
+ * batches as they would). Each case states the rule it checks; after every step the
+ * accounting holds: free_objects is what the transfer array holds plus the free
+ * objects (listed or uncarved) of the spans on the nonempty lists, span_out is what
+ * the test holds plus the transfer array, and every span on a lane's list belongs
+ * to that lane and the class and still has a free object.
+ *
+ *   carve      a fresh class carves its first span in address order, every object
+ *              tagged free, and the page entries' carved limits cover exactly the
+ *              pages where carved objects start;
+ *   transfer   objects given back wait in the transfer array (taken back last in,
+ *              first out) up to the class's transfer_cap; beyond it they go to their
+ *              span's free list; a span whose objects all came back goes to the page
+ *              heap (its page entries lose the class);
+ *   lanes      two lanes carve different spans, not neighbours in memory; a lane
+ *              without spans takes another lane's free-list objects before it makes
+ *              a span, and never carves another lane's span;
+ *   tag        an object on a span's free list whose free tag was overwritten is
+ *              reported as a use after free when it is taken;
+ *   idle       the idle trim flushes a transfer array untouched since the previous
+ *              trim, and leaves one that was used;
+ *   no release a flush that empties spans makes no system call, even with the page
+ *              heap's decay overdue; the page heap's maintenance releases them later,
+ *              with no central or page-heap lock held;
+ *   nodes      on two nodes, objects go back to the central lists of their own node.
+ */
+#include "fake_os.h"
+#include "internal.h"
+#include "layer_env.h"
+#include "vctest.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define DECAY_MS 1000u
+#define MAX_HELD 4096
+
+static unsigned cls;				    /* the class most cases use: 64-byte objects */
+static unsigned held[VC_MAX_NODES][VC_NUM_CLASSES]; /* objects the test holds */
+
+/* ---- accounting ---- */
+
+static void check_accounts(unsigned node, unsigned c, const char *where)
+{
+	struct vc_central *ce = vc_central_of(node, c);
+	uint64_t span_free = 0;
+	for (unsigned l = 0; l < VC_CENTRAL_LANES; l++) {
+		for (struct vc_span *sp = ce->nonempty[l]; sp; sp = sp->next) {
+			VCT_EXPECT(sp->lane == l && sp->in_list && sp->sizeclass == c &&
+				       sp->state == VC_SPAN_SMALL && sp->node == node,
+				   "%s: span of lane %u, class %u, state %u on lane %u's list",
+				   where, sp->lane, sp->sizeclass, sp->state, l);
+			VCT_EXPECT(sp->free_list || sp->carved < sp->capacity,
+				   "%s: a span without free objects on lane %u's list", where, l);
+			uint32_t listed = 0;
+			for (void **o = sp->free_list; o && listed <= sp->capacity; o = o[0])
+				listed++;
+			VCT_EXPECT(sp->allocated + listed == sp->carved,
+				   "%s: span allocated %u + listed %u != carved %u", where,
+				   sp->allocated, listed, sp->carved);
+			span_free += sp->capacity - sp->allocated;
+		}
+	}
+	VCT_EXPECT(ce->free_objects == ce->transfer_count + span_free,
+		   "%s: free_objects %llu, transfer %u + span free %llu", where,
+		   (unsigned long long)ce->free_objects, ce->transfer_count,
+		   (unsigned long long)span_free);
+	VCT_EXPECT(ce->span_out == held[node][c] + ce->transfer_count,
+		   "%s: span_out %llu, held %u + transfer %u", where,
+		   (unsigned long long)ce->span_out, held[node][c], ce->transfer_count);
+}
+
+static unsigned take(unsigned node, unsigned c, unsigned lane, void **out, unsigned n)
+{
+	unsigned got = vc_central_remove(node, c, lane, out, n);
+	VCT_EXPECT(got == n, "took %u of %u objects of class %u", got, n, c);
+	held[node][c] += got;
+	for (unsigned i = 0; i < got; i++)
+		((uint64_t *)out[i])[1] = 0; /* as malloc hands it out: the tag cleared */
+	return got;
+}
+
+/* Give objects back as a cache would: each tagged free first. */
+static void give(unsigned c, void **in, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct vc_span *sp = vc_span_of(vc_segment_of(in[i]), in[i]);
+		((uint64_t *)in[i])[1] = vc_tag(in[i], sp);
+		held[sp->node][c]--;
+	}
+	vc_central_insert(c, in, n);
+}
+
+static struct vc_span *span_of(void *p)
+{
+	return vc_span_of(vc_segment_of(p), p);
+}
+
+/* ---- what the fake OS sees ---- */
+
+static size_t calls_under_lock;
+
+static bool any_layer_lock_held(void)
+{
+	for (unsigned n = 0; n < VC_MAX_NODES; n++) {
+		if (__atomic_load_n(&vc_pageheaps[n].lock.state, __ATOMIC_RELAXED))
+			return true;
+		if (!vc_central_nodes[n])
+			continue;
+		for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
+			if (__atomic_load_n(&vc_central_of(n, c)->lock.state, __ATOMIC_RELAXED))
+				return true;
+	}
+	return false;
+}
+
+static void before_call(enum fake_call kind, void *p, size_t size)
+{
+	if (fake_call_releases(kind) && any_layer_lock_held()) {
+		calls_under_lock++;
+		VCT_EXPECT(0, "call %d on [%p, +%zu) with a central or page-heap lock held",
+			   (int)kind, p, size);
+	}
+}
+
+/* ---- cases ---- */
+
+static void case_carve(void)
+{
+	const struct vc_class_info *ci = &vc_classes[cls];
+	void *out[VC_TRANSFER_CAP];
+	unsigned n = ci->batch;
+	take(0, cls, 0, out, n);
+	struct vc_span *sp = span_of(out[0]);
+	char *start = vc_span_start(sp);
+	VCT_EXPECT(sp->sizeclass == cls && sp->lane == 0 && sp->carved == n,
+		   "span of class %u, lane %u, carved %u", sp->sizeclass, sp->lane, sp->carved);
+	for (unsigned i = 0; i < n; i++)
+		VCT_EXPECT(out[i] == start + (size_t)i * ci->size, "object %u at offset %td", i,
+			   (char *)out[i] - start);
+	check_accounts(0, cls, "carve");
+	/* The carved limit of each page: the objects carved so far where an object
+	 * starts in it, nothing beyond the last carved object's page. */
+	struct vc_segment *s = vc_segment_of(sp);
+	size_t last_page = sp->first_page + (((size_t)(n - 1) * ci->size) >> VC_PAGE_SHIFT);
+	for (size_t pg = sp->first_page; pg <= last_page; pg++)
+		VCT_EXPECT(s->entries[pg].objects == n, "page %zu: carved limit %u", pg,
+			   s->entries[pg].objects);
+	if (last_page + 1 < (size_t)sp->first_page + sp->npages)
+		VCT_EXPECT(s->entries[last_page + 1].objects == 0,
+			   "page after the carved objects: carved limit %u",
+			   s->entries[last_page + 1].objects);
+	/* Tagged free when carved: give back (tags rewritten by give), take again. */
+	give(cls, out, n);
+	check_accounts(0, cls, "carve: given back");
+	take(0, cls, 0, out, n);
+	give(cls, out, n);
+}
+
+static void case_transfer(void)
+{
+	const struct vc_class_info *ci = &vc_classes[cls];
+	struct vc_central *ce = vc_central_of(0, cls);
+	vc_central_flush();
+	check_accounts(0, cls, "transfer: flushed");
+	static void *out[MAX_HELD];
+	unsigned cap = ci->transfer_cap, n = cap + ci->batch;
+	take(0, cls, 0, out, n);
+	give(cls, out, cap);
+	VCT_EXPECT(ce->transfer_count == cap, "transfer holds %u, cap %u", ce->transfer_count, cap);
+	check_accounts(0, cls, "transfer: full");
+	/* Beyond the cap: to the span's free list, in front. */
+	give(cls, out + cap, 1);
+	struct vc_span *sp = span_of(out[cap]);
+	VCT_EXPECT(ce->transfer_count == cap && sp->free_list == out[cap],
+		   "the object past the cap went to its span (transfer %u)", ce->transfer_count);
+	check_accounts(0, cls, "transfer: overflow");
+	/* Taken back last in, first out. */
+	void *again[2];
+	take(0, cls, 0, again, 2);
+	VCT_EXPECT(again[0] == out[cap - 1] && again[1] == out[cap - 2],
+		   "taken back %p, %p; last given %p, %p", again[0], again[1], out[cap - 1],
+		   out[cap - 2]);
+	give(cls, again, 2);
+	give(cls, out + cap + 1, n - cap - 1);
+	check_accounts(0, cls, "transfer: all back");
+	/* Every object back and the transfer array flushed: the spans are the page
+	 * heap's again, their pages without a class. */
+	const uint64_t free_before = vc_pageheaps[0].free_bytes;
+	vc_central_flush();
+	check_accounts(0, cls, "transfer: flushed again");
+	for (unsigned l = 0; l < VC_CENTRAL_LANES; l++)
+		VCT_EXPECT(ce->nonempty[l] == NULL, "lane %u still has a span", l);
+	VCT_EXPECT(vc_pageheaps[0].free_bytes > free_before, "page heap free bytes %llu -> %llu",
+		   (unsigned long long)free_before, (unsigned long long)vc_pageheaps[0].free_bytes);
+	VCT_EXPECT(vc_page_entry_of(vc_segment_of(out[0]), out[0])->sizeclass == 0,
+		   "a freed span's page still names class %u",
+		   vc_page_entry_of(vc_segment_of(out[0]), out[0])->sizeclass);
+	VCT_EXPECT(ce->free_objects == 0 && ce->span_out == 0, "free %llu, out %llu",
+		   (unsigned long long)ce->free_objects, (unsigned long long)ce->span_out);
+}
+
+static void case_lanes(void)
+{
+	const struct vc_class_info *ci = &vc_classes[cls];
+	struct vc_central *ce = vc_central_of(0, cls);
+	void *a[VC_TRANSFER_CAP], *b[VC_TRANSFER_CAP];
+	unsigned n = ci->batch;
+	take(0, cls, 0, a, n);
+	take(0, cls, 1, b, n);
+	struct vc_span *sa = span_of(a[0]), *sb = span_of(b[0]);
+	VCT_EXPECT(sa != sb && sa->lane == 0 && sb->lane == 1, "lanes 0 and 1 share a span");
+	VCT_EXPECT(vc_segment_of(sa) != vc_segment_of(sb) ||
+		       (sb->first_page != sa->first_page + sa->npages &&
+			sa->first_page != sb->first_page + sb->npages),
+		   "the spans of lanes 0 and 1 are neighbours (pages %u and %u)", sa->first_page,
+		   sb->first_page);
+	check_accounts(0, cls, "lanes");
+	/* Lane 0's objects back to its span's free list (the transfer array flushed). */
+	give(cls, a, n / 2);
+	vc_central_flush();
+	const uint32_t carved_a = sa->carved;
+	unsigned listed = n / 2;
+	/* Lane 2 has no span: it takes lane 0's (or 1's) listed objects first, then
+	 * makes its own span, never carving another lane's. */
+	void *c[VC_TRANSFER_CAP];
+	take(0, cls, 2, c, listed + 4);
+	unsigned from_a = 0, from_new = 0;
+	for (unsigned i = 0; i < listed + 4; i++) {
+		struct vc_span *sp = span_of(c[i]);
+		from_a += sp == sa;
+		from_new += sp->lane == 2;
+	}
+	VCT_EXPECT(from_a == listed && from_new == 4,
+		   "lane 2 took %u of lane 0's %u listed objects and %u of its own span", from_a,
+		   listed, from_new);
+	VCT_EXPECT(sa->carved == carved_a, "lane 0's span carved %u -> %u by lane 2", carved_a,
+		   sa->carved);
+	check_accounts(0, cls, "lanes: recycled");
+	/* A span wholly handed out leaves its lane's list; one object back and it is
+	 * on the list again. */
+	static void *whole[MAX_HELD];
+	unsigned cap = ci->objects < MAX_HELD ? ci->objects : MAX_HELD;
+	vc_central_flush();
+	take(0, cls, 3, whole, cap);
+	struct vc_span *sw = span_of(whole[0]);
+	VCT_EXPECT(sw->lane == 3 && !sw->in_list && sw->allocated == sw->capacity,
+		   "a span wholly handed out: lane %u, listed %u, allocated %u of %u", sw->lane,
+		   sw->in_list, sw->allocated, sw->capacity);
+	give(cls, whole, 1);
+	vc_central_flush();
+	VCT_EXPECT(sw->in_list && ce->nonempty[3] == sw, "one object back: span listed %u",
+		   sw->in_list);
+	check_accounts(0, cls, "lanes: one back");
+	give(cls, whole + 1, cap - 1);
+	give(cls, a + n / 2, n - n / 2);
+	give(cls, b, n);
+	give(cls, c, listed + 4);
+	vc_central_flush();
+	check_accounts(0, cls, "lanes: all back");
+	VCT_EXPECT(ce->span_out == 0, "span_out %llu", (unsigned long long)ce->span_out);
+}
+
+static void case_tag(void)
+{
+	const struct vc_class_info *ci = &vc_classes[cls];
+	struct vc_central *ce = vc_central_of(0, cls);
+	void *out[VC_TRANSFER_CAP];
+	unsigned n = ci->batch;
+	take(0, cls, 0, out, n);
+	/* All but out[0] (which keeps the span in use) back on the span's free list. */
+	give(cls, out + 1, n - 1);
+	vc_central_flush();
+	struct vc_span *sp = span_of(out[0]);
+	void **victim = sp->free_list;
+	uint64_t tag = ((uint64_t *)victim)[1];
+	((uint64_t *)victim)[1] = 0x6b6b6b6b6b6b6b6bull; /* written after its free */
+	jmp_buf caught;
+	layer_env_report = NULL;
+	void *got[1];
+	if (setjmp(caught) == 0) {
+		layer_env_catch_report = &caught;
+		vc_central_remove(0, cls, 0, got, 1);
+		layer_env_catch_report = NULL;
+	} else {
+		vc_lock_init(&ce->lock); /* the report left the central lock held */
+	}
+	VCT_EXPECT(layer_env_report && strstr(layer_env_report, "use after free"),
+		   "a written free object was reported as: %s",
+		   layer_env_report ? layer_env_report : "nothing");
+	((uint64_t *)victim)[1] = tag;
+	take(0, cls, 0, got, 1);
+	VCT_EXPECT(got[0] == victim, "the repaired object is taken next");
+	give(cls, got, 1);
+	give(cls, out, 1);
+	vc_central_flush();
+	check_accounts(0, cls, "tag");
+}
+
+static void case_idle(void)
+{
+	const struct vc_class_info *ci = &vc_classes[cls];
+	unsigned other = vc_class_of(256);
+	struct vc_central *ce = vc_central_of(0, cls), *co = vc_central_of(0, other);
+	void *a[VC_TRANSFER_CAP], *b[VC_TRANSFER_CAP];
+	unsigned na = ci->batch, nb = vc_classes[other].batch;
+	take(0, cls, 0, a, na);
+	take(0, other, 0, b, nb);
+	give(cls, a, na);
+	give(other, b, nb);
+	vc_central_trim_idle(); /* both were used since the previous trim */
+	VCT_EXPECT(ce->transfer_count == na && co->transfer_count == nb,
+		   "a trim flushed transfer arrays just used (%u, %u)", ce->transfer_count,
+		   co->transfer_count);
+	take(0, other, 0, b, 1); /* `other` is used again, cls is not */
+	give(other, b, 1);
+	vc_central_trim_idle();
+	VCT_EXPECT(ce->transfer_count == 0, "the idle transfer array kept %u objects",
+		   ce->transfer_count);
+	VCT_EXPECT(co->transfer_count == nb, "the used transfer array: %u objects, want %u",
+		   co->transfer_count, nb);
+	check_accounts(0, cls, "idle");
+	check_accounts(0, other, "idle: other");
+	vc_central_flush();
+}
+
+static void case_no_release(void)
+{
+	const struct vc_class_info *ci = &vc_classes[cls];
+	static void *out[MAX_HELD];
+	unsigned n = ci->transfer_cap + 4 * ci->objects;
+	if (n > MAX_HELD)
+		n = MAX_HELD;
+	take(0, cls, 0, out, n);
+	give(cls, out, n);
+	fake_os.now_ms += 3 * DECAY_MS; /* every free page of the heap is overdue */
+	size_t mark = fake_os.ncalls;
+	vc_central_flush(); /* empties several spans into the page heap */
+	VCT_EXPECT(fake_os.ncalls == mark, "a flush made %zu system calls", fake_os.ncalls - mark);
+	fake_os.now_ms += DECAY_MS; /* the emptied spans' pages are now overdue too */
+	vc_pageheap_maintain(fake_os.now_ms, true);
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= (size_t)ci->span_pages * VC_PAGE_SIZE,
+		   "maintenance released %zu bytes", fake_os_bytes(FAKE_RELEASE, mark));
+	VCT_EXPECT(calls_under_lock == 0, "%zu release calls under a lock", calls_under_lock);
+	check_accounts(0, cls, "no release");
+}
+
+static void case_nodes(void)
+{
+	/* A second node's central lists and page heap. */
+	fake_os.nodes = 2;
+	vc_g.nnodes = 2;
+	vc_central_init(); /* node 0's lists are made again: they are empty now */
+	const struct vc_class_info *ci = &vc_classes[cls];
+	void *a[VC_TRANSFER_CAP], *b[VC_TRANSFER_CAP], *mix[2 * VC_TRANSFER_CAP];
+	unsigned n = ci->batch;
+	take(0, cls, 0, a, n);
+	take(1, cls, 0, b, n);
+	VCT_EXPECT(vc_segment_of(a[0])->node == 0 && vc_segment_of(b[0])->node == 1,
+		   "objects of nodes %u and %u", vc_segment_of(a[0])->node,
+		   vc_segment_of(b[0])->node);
+	for (unsigned i = 0; i < n; i++) {
+		mix[2 * i] = a[i];
+		mix[2 * i + 1] = b[i];
+	}
+	give(cls, mix, 2 * n);
+	VCT_EXPECT(vc_central_of(0, cls)->transfer_count == n &&
+		       vc_central_of(1, cls)->transfer_count == n,
+		   "transfer arrays of nodes 0 and 1 hold %u and %u, want %u each",
+		   vc_central_of(0, cls)->transfer_count, vc_central_of(1, cls)->transfer_count, n);
+	check_accounts(0, cls, "nodes: 0");
+	check_accounts(1, cls, "nodes: 1");
+	vc_central_flush();
+	check_accounts(0, cls, "nodes: flushed 0");
+	check_accounts(1, cls, "nodes: flushed 1");
+}
+
+int main(void)
+{
+	vc_g.secret = 0x1234567;
+	vc_g.nnodes = 1;
+	vc_g.opt.numa = 1;
+	vc_g.opt.decay_ms = DECAY_MS;
+	fake_os.now_ms = 100000;
+	fake_os.before_call = before_call;
+	vc_sizeclass_init();
+	vc_registry_init();
+	vc_pageheap_init();
+	vc_central_init();
+	cls = vc_class_of(64);
+	case_carve();
+	case_transfer();
+	case_lanes();
+	case_tag();
+	case_idle();
+	case_no_release();
+	case_nodes();
+	printf("central_unit: carve, transfer, lanes, tag, idle, no release, nodes\n");
+	return vct_exit();
+}
