@@ -3,10 +3,14 @@
 #include "test_env.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/auxv.h>
+#include <sys/utsname.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 void vct_fail(const char *file, int line, const char *expr, const char *fmt, ...)
@@ -51,6 +55,18 @@ int vct_exit(void)
 		printf("RESULT: ok\n");
 	fflush(stdout);
 	return n ? 1 : 0;
+}
+
+void vct_fatal(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	printf("FATAL %s:%d: ", file, line);
+	vprintf(fmt, ap);
+	printf("\n");
+	fflush(stdout);
+	va_end(ap);
+	_exit(2);
 }
 
 static struct vct_vcmalloc vcmalloc_entry_points;
@@ -225,4 +241,67 @@ int vct_env_index_mode(void)
 	if (strcmp(m, "fallback") == 0)
 		return VCMALLOC_INDEX_FALLBACK;
 	return -1;
+}
+
+void vct_sleep_us(long us)
+{
+	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+const char *vct_arg_str(int argc, char **argv, const char *name, const char *def)
+{
+	size_t len = strlen(name);
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i] + 2, name, len) == 0 &&
+		    argv[i][2 + len] == '=')
+			return argv[i] + 3 + len;
+	return def;
+}
+
+long vct_arg_long(int argc, char **argv, const char *name, long def)
+{
+	const char *s = vct_arg_str(argc, argv, name, NULL);
+	if (!s)
+		return def;
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (*s == 0 || *end != 0)
+		VCT_FATAL("bad value for --%s: %s", name, s);
+	return v;
+}
+
+long vct_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void on_watchdog(int sig)
+{
+	(void)sig;
+	static const char msg[] = "FATAL: watchdog: the test ran past its time bound\n";
+	ssize_t w = write(STDOUT_FILENO, msg, sizeof msg - 1);
+	(void)w;
+	_exit(3);
+}
+
+void vct_watchdog(unsigned seconds)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_watchdog;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGALRM, &sa, NULL) != 0)
+		VCT_FATAL("sigaction(SIGALRM): %s", strerror(errno));
+	alarm(seconds * vct_time_scale());
+}
+
+void vct_kernel_version(int *major, int *minor)
+{
+	struct utsname u;
+	if (uname(&u) != 0 || sscanf(u.release, "%d.%d", major, minor) != 2)
+		VCT_FATAL("cannot parse the kernel release");
 }

@@ -49,6 +49,12 @@ void vct_fail(const char *file, int line, const char *expr, const char *fmt, ...
 void vct_expect_fail(const char *file, int line, const char *expr, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Report a state in which the program cannot go on (it would touch memory out of
+ * bounds, a system call it needs failed) on stdout and exit with status 2. */
+#define VCT_FATAL(...) vct_fatal(__FILE__, __LINE__, __VA_ARGS__)
+void vct_fatal(const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 3, 4)));
+
 /* Violated expectations so far. */
 long vct_failures(void);
 
@@ -67,6 +73,11 @@ unsigned vct_time_scale(void);
 
 /* alarm(seconds * vct_time_scale()): SIGALRM's default action ends the process. */
 void vct_alarm(unsigned seconds);
+
+/* A hang guard that says so: after seconds * vct_time_scale(), a SIGALRM handler
+ * prints "FATAL: watchdog" and exits with status 3, whatever the threads are doing
+ * (the timer survives exec, so a program that execs must set its own). */
+void vct_watchdog(unsigned seconds);
 
 /* VCTEST_WORK_DIVISOR=D (1-100, default 1) divides the iteration counts of the
  * long stress programs (tests/stress), for machines too slow to run them in full:
@@ -103,6 +114,19 @@ static inline size_t vct_launder_size(size_t n)
 	__asm__ volatile("" : "+r"(n));
 	return n;
 }
+
+/* Sleep for us microseconds (nanosleep, restarted on EINTR); the monotonic clock in
+ * microseconds. */
+void vct_sleep_us(long us);
+long vct_now_us(void);
+
+/* Integer option "--name=value" from argv, or def when absent (a bad value is
+ * fatal); string option "--name=value", or def. */
+long vct_arg_long(int argc, char **argv, const char *name, long def);
+const char *vct_arg_str(int argc, char **argv, const char *name, const char *def);
+
+/* The running kernel's version from uname, e.g. 6.18 -> major 6, minor 18. */
+void vct_kernel_version(int *major, int *minor);
 
 /* Deterministic fill and check of a block: byte i is a function of (seed, i). The
  * check returns the index of the first wrong byte, or (size_t)-1 when all are right. */

@@ -23,7 +23,8 @@
  * be > 0 and equal the number of -1 returns seen by all callers, handlers included.
  */
 #include "crowd.h"
-#include "harness.h"
+#include "cpus.h"
+#include "vctest.h"
 #include "index_window.h"
 #include "rseq.h"
 
@@ -63,13 +64,13 @@ static inline long add_one(enum vc_rseq_index ix, struct padded_counter *c, unsi
 	struct vc_rseq_abi *rs = vc_rseq_area();
 	long aborts = 0;
 	if (!rs)
-		FATAL("no rseq area");
+		VCT_FATAL("no rseq area");
 	for (;;) {
 		uint32_t idx = vc_rseq_read_index(rs, ix);
 		if (idx >= info->possible_cpus)
-			FATAL("%s %u not below possible cpus %u",
-			      ix == VC_RSEQ_INDEX_MM_CID ? "mm_cid" : "cpu_id", idx,
-			      info->possible_cpus);
+			VCT_FATAL("%s %u not below possible cpus %u",
+				  ix == VC_RSEQ_INDEX_MM_CID ? "mm_cid" : "cpu_id", idx,
+				  info->possible_cpus);
 		if (max_seen && idx > *max_seen)
 			*max_seen = idx;
 		index_window_delay();
@@ -79,7 +80,7 @@ static inline long add_one(enum vc_rseq_index ix, struct padded_counter *c, unsi
 		if (r == 0)
 			return aborts;
 		if (r != -1)
-			FATAL("addv returned %d", r);
+			VCT_FATAL("addv returned %d", r);
 		aborts++;
 	}
 }
@@ -97,7 +98,7 @@ static void prepare(int i, void *ctx)
 	(void)i;
 	(void)ctx;
 	if (!vc_rseq_area()) /* registers this thread when the area is ours */
-		FATAL("thread without an rseq area");
+		VCT_FATAL("thread without an rseq area");
 }
 
 static void body(int i, void *ctx)
@@ -123,14 +124,14 @@ static void body(int i, void *ctx)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	int threads = (int)arg_long(argc, argv, "threads", 48);
-	long ms = arg_long(argc, argv, "ms", 1000);
+	int threads = (int)vct_arg_long(argc, argv, "threads", 48);
+	long ms = vct_arg_long(argc, argv, "ms", 1000);
 	if (threads < 1 || threads > 1024 || ms < 1 || ms > 20000)
-		FATAL("bad arguments");
-	harness_watchdog((unsigned)(ms / 1000) + 40);
+		VCT_FATAL("bad arguments");
+	vct_watchdog((unsigned)(ms / 1000) + 40);
 	info = vc_rseq_init();
 	if (!info->has_cpu_id)
-		FATAL("rseq is not available (owner none): critical sections cannot run");
+		VCT_FATAL("rseq is not available (owner none): critical sections cannot run");
 	if (!info->has_mm_cid) {
 		second_ix = VC_RSEQ_INDEX_CPU_ID;
 		second_name = "cpu_id (second)";
@@ -142,7 +143,7 @@ int main(int argc, char **argv)
 	by_cid = calloc(info->possible_cpus, sizeof *by_cid);
 	tallies = calloc((size_t)threads, sizeof *tallies);
 	if (!by_cpu || !by_cid || !tallies)
-		FATAL("out of memory");
+		VCT_FATAL("out of memory");
 
 	struct crowd_config cfg = {
 	    .threads = threads,
@@ -191,19 +192,19 @@ int main(int argc, char **argv)
 	printf("%s counters: sum %ld (expected %ld), highest index %u\n", second_name,
 	       (long)sum_cid, want + handler_adds, max_cid);
 	printf("aborts (-1 returns): %ld in workers, %ld in handlers\n", aborts, handler_aborts);
-	CHECK(sum_cpu == want, "cpu_id sum %ld != %ld", (long)sum_cpu, want);
-	CHECK(sum_cid == want + handler_adds, "%s sum %ld != %ld", second_name, (long)sum_cid,
-	      want + handler_adds);
-	CHECK(rep.signals_sent > 0 && handler_adds > 0, "no signal reached a handler");
+	VCT_EXPECT(sum_cpu == want, "cpu_id sum %ld != %ld", (long)sum_cpu, want);
+	VCT_EXPECT(sum_cid == want + handler_adds, "%s sum %ld != %ld", second_name, (long)sum_cid,
+		   want + handler_adds);
+	VCT_EXPECT(rep.signals_sent > 0 && handler_adds > 0, "no signal reached a handler");
 #if INJECT
 	long entered = vc_rseq_inject_aborts;
-	CHECK(entered > 0, "no abort happened under injection");
-	CHECK(entered == aborts + handler_aborts,
-	      "abort handler entered %ld times but callers saw %ld aborts", entered,
-	      aborts + handler_aborts);
+	VCT_EXPECT(entered > 0, "no abort happened under injection");
+	VCT_EXPECT(entered == aborts + handler_aborts,
+		   "abort handler entered %ld times but callers saw %ld aborts", entered,
+		   aborts + handler_aborts);
 #endif
 	free(by_cpu);
 	free(by_cid);
 	free(tallies);
-	return harness_exit();
+	return vct_exit();
 }

@@ -1,7 +1,8 @@
 /* tests/rseq/crowd.c - see crowd.h. */
 #include "crowd.h"
 
-#include "harness.h"
+#include "cpus.h"
+#include "vctest.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -54,7 +55,7 @@ static void *worker_main(void *p)
 	int i = *(int *)p;
 	const struct crowd_config *cfg = crowd.cfg;
 	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10) != 0)
-		FATAL("setpriority: %s", strerror(errno));
+		VCT_FATAL("setpriority: %s", strerror(errno));
 	if (cfg->prepare)
 		cfg->prepare(i, cfg->ctx);
 	pthread_barrier_wait(&crowd.prepared);
@@ -78,16 +79,16 @@ static void *shuffler_main(void *p)
 	(void)p;
 	uint64_t seed = 0x9E3779B97F4A7C15ULL;
 	int n = crowd.cfg->threads;
-	for (; !stopping(); sleep_us(200)) {
-		int i = (int)(rng_next(&seed) % (uint64_t)n);
+	for (; !stopping(); vct_sleep_us(200)) {
+		int i = (int)(vct_rand(&seed) % (uint64_t)n);
 		if (role_of(i) != ROLE_HOPPER)
 			continue;
-		uint64_t r = rng_next(&seed);
+		uint64_t r = vct_rand(&seed);
 		if (r % 4 == 0) {
 			int e = pthread_setaffinity_np(crowd.thread[i], sizeof crowd.allowed.mask,
 						       &crowd.allowed.mask);
 			if (e)
-				FATAL("pthread_setaffinity_np: %s", strerror(e));
+				VCT_FATAL("pthread_setaffinity_np: %s", strerror(e));
 		} else {
 			pin_thread(crowd.thread[i],
 				   crowd.allowed.cpu[(r >> 8) % (uint64_t)crowd.allowed.n]);
@@ -104,10 +105,10 @@ static void *signaller_main(void *p)
 	for (int k = 0; !stopping(); k++) {
 		int e = pthread_kill(crowd.thread[k % n], SIGUSR1);
 		if (e)
-			FATAL("pthread_kill: %s", strerror(e));
+			VCT_FATAL("pthread_kill: %s", strerror(e));
 		crowd.signals_sent++;
 		if (k % 4 == 3)
-			sleep_us(50);
+			vct_sleep_us(50);
 	}
 	return NULL;
 }
@@ -121,7 +122,7 @@ void crowd_run(const struct crowd_config *cfg, struct crowd_report *report)
 	crowd.thread = calloc((size_t)n, sizeof *crowd.thread);
 	crowd.index = calloc((size_t)n, sizeof *crowd.index);
 	if (!crowd.thread || !crowd.index)
-		FATAL("out of memory");
+		VCT_FATAL("out of memory");
 	crowd.running = 1;
 	pthread_barrier_init(&crowd.prepared, NULL, (unsigned)n + 1); /* workers + main */
 	pthread_mutex_init(&crowd.lock, NULL);
@@ -135,7 +136,7 @@ void crowd_run(const struct crowd_config *cfg, struct crowd_report *report)
 		sigemptyset(&sa.sa_mask);
 		signal_body = cfg->on_signal;
 		if (sigaction(SIGUSR1, &sa, NULL) != 0)
-			FATAL("sigaction: %s", strerror(errno));
+			VCT_FATAL("sigaction: %s", strerror(errno));
 	}
 
 	for (int i = 0; i < n; i++) {
@@ -149,30 +150,30 @@ void crowd_run(const struct crowd_config *cfg, struct crowd_report *report)
 		}
 		crowd.index[i] = i;
 		if (pthread_create(&crowd.thread[i], &attr, worker_main, &crowd.index[i]) != 0)
-			FATAL("pthread_create (thread %d)", i);
+			VCT_FATAL("pthread_create (thread %d)", i);
 		pthread_attr_destroy(&attr);
 	}
 
 	pthread_barrier_wait(&crowd.prepared);
 	pthread_t shuffler, signaller;
 	if (pthread_create(&shuffler, NULL, shuffler_main, NULL) != 0)
-		FATAL("pthread_create (shuffler)");
+		VCT_FATAL("pthread_create (shuffler)");
 	if (cfg->signals && pthread_create(&signaller, NULL, signaller_main, NULL) != 0)
-		FATAL("pthread_create (signaller)");
+		VCT_FATAL("pthread_create (signaller)");
 
-	long t0 = now_us(), deadline = t0 + (long)cfg->run_ms * 1000, k = 0;
-	for (long now = t0; now < deadline; now = now_us(), k++) {
+	long t0 = vct_now_us(), deadline = t0 + (long)cfg->run_ms * 1000, k = 0;
+	for (long now = t0; now < deadline; now = vct_now_us(), k++) {
 		if (cfg->tick)
 			cfg->tick(k);
 		long left = deadline - now;
-		sleep_us(left < cfg->tick_us ? left : cfg->tick_us);
+		vct_sleep_us(left < cfg->tick_us ? left : cfg->tick_us);
 	}
 	if (cfg->before_stop)
 		cfg->before_stop();
 	__atomic_store_n(&crowd.running, 0, __ATOMIC_RELAXED);
 	while (__atomic_load_n(&crowd.finished, __ATOMIC_ACQUIRE) < n)
-		sleep_us(1000);
-	long t1 = now_us();
+		vct_sleep_us(1000);
+	long t1 = vct_now_us();
 
 	__atomic_store_n(&crowd.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(shuffler, NULL);

@@ -1,7 +1,7 @@
 /* tests/rseq/crowd.h - a crowd of worker threads, more than there are CPUs, run while
  * other threads disturb them.
  *
- * Worker i has role role_of(i) (harness.h): pinned to allowed CPU i % n, free, or a
+ * Worker i has role role_of(i) (below): pinned to allowed CPU i % n, free, or a
  * hopper that the shuffler thread moves to a random CPU (or back to the whole allowed
  * set) every few hundred microseconds, so that migrations land at arbitrary points,
  * inside critical sections too. With `signals`, a signalling thread sends SIGUSR1 to
@@ -30,6 +30,20 @@
 #define VC_TESTS_RSEQ_CROWD_H
 
 #include <stdbool.h>
+
+/* How a worker thread relates to CPUs in the concurrent tests:
+ *   PINNED  stays on one CPU for its whole life;
+ *   FREE    may run anywhere allowed;
+ *   HOPPER  is moved from CPU to CPU by another thread while it runs. */
+enum thread_role { ROLE_PINNED, ROLE_FREE, ROLE_HOPPER };
+static inline enum thread_role role_of(int thread_index)
+{
+	return (enum thread_role)(thread_index % 3);
+}
+static inline const char *role_name(enum thread_role r)
+{
+	return r == ROLE_PINNED ? "pinned" : r == ROLE_FREE ? "free" : "hopper";
+}
 
 struct crowd_config {
 	int threads;

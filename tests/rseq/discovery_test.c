@@ -13,7 +13,8 @@
  * layer's answers, then pins the main thread and later threads to each allowed CPU in
  * turn and compares every id the layer reports with what getcpu says.
  */
-#include "harness.h"
+#include "cpus.h"
+#include "vctest.h"
 #include "rseq.h"
 
 #include <errno.h>
@@ -90,23 +91,25 @@ static void check_ids_on_every_cpu(const char *who, bool single_threaded)
 		int cpu = vc_rseq_current_cpu();
 		int node = vc_rseq_current_node();
 		int cid = vc_rseq_current_mm_cid();
-		CHECK((int)gcpu == want && scpu == want,
-		      "%s: getcpu %u / sched_getcpu %d, pinned to %d", who, gcpu, scpu, want);
-		CHECK(cpu == want, "%s: vc_rseq_current_cpu %d, pinned to %d", who, cpu, want);
-		CHECK(node == (int)gnode, "%s: vc_rseq_current_node %d, getcpu node %u", who, node,
-		      gnode);
-		CHECK(cid >= 0 && (unsigned)cid < info->possible_cpus,
-		      "%s: mm_cid %d not below possible cpus %u", who, cid, info->possible_cpus);
+		VCT_EXPECT((int)gcpu == want && scpu == want,
+			   "%s: getcpu %u / sched_getcpu %d, pinned to %d", who, gcpu, scpu, want);
+		VCT_EXPECT(cpu == want, "%s: vc_rseq_current_cpu %d, pinned to %d", who, cpu, want);
+		VCT_EXPECT(node == (int)gnode, "%s: vc_rseq_current_node %d, getcpu node %u", who,
+			   node, gnode);
+		VCT_EXPECT(cid >= 0 && (unsigned)cid < info->possible_cpus,
+			   "%s: mm_cid %d not below possible cpus %u", who, cid,
+			   info->possible_cpus);
 		if (!info->has_mm_cid)
-			CHECK(cid == want, "%s: mm_cid fallback %d, expected the cpu %d", who, cid,
-			      want);
+			VCT_EXPECT(cid == want, "%s: mm_cid fallback %d, expected the cpu %d", who,
+				   cid, want);
 		else if (single_threaded)
-			CHECK(cid == 0, "%s: single-threaded process reads mm_cid %d", who, cid);
+			VCT_EXPECT(cid == 0, "%s: single-threaded process reads mm_cid %d", who,
+				   cid);
 		struct vc_rseq_abi *a = vc_rseq_area();
 		if (info->has_cpu_id && a) {
 			uint32_t raw = vc_rseq_read_index(a, VC_RSEQ_INDEX_CPU_ID);
-			CHECK(raw == (uint32_t)want, "%s: area cpu_id %u, pinned to %d", who, raw,
-			      want);
+			VCT_EXPECT(raw == (uint32_t)want, "%s: area cpu_id %u, pinned to %d", who,
+				   raw, want);
 		}
 	}
 	set_self_mask(&allowed.mask);
@@ -119,28 +122,29 @@ static void check_thread_registration(const char *who)
 	char *tp = vc_rseq_thread_pointer();
 	switch (world) {
 	case WORLD_GLIBC:
-		CHECK(a == (struct vc_rseq_abi *)(tp + __rseq_offset),
-		      "%s: area %p is not glibc's %p", who, (void *)a,
-		      (void *)(tp + __rseq_offset));
-		CHECK(try_registering_again(a) == EBUSY,
-		      "%s: the kernel does not have glibc's area registered", who);
+		VCT_EXPECT(a == (struct vc_rseq_abi *)(tp + __rseq_offset),
+			   "%s: area %p is not glibc's %p", who, (void *)a,
+			   (void *)(tp + __rseq_offset));
+		VCT_EXPECT(try_registering_again(a) == EBUSY,
+			   "%s: the kernel does not have glibc's area registered", who);
 		break;
 	case WORLD_SELF:
-		CHECK(a != NULL, "%s: no area in a world where we register our own", who);
+		VCT_EXPECT(a != NULL, "%s: no area in a world where we register our own", who);
 		if (&__rseq_offset)
-			CHECK(a != (struct vc_rseq_abi *)(tp + __rseq_offset),
-			      "%s: owner self but the area is glibc's (unregistered) one", who);
+			VCT_EXPECT(a != (struct vc_rseq_abi *)(tp + __rseq_offset),
+				   "%s: owner self but the area is glibc's (unregistered) one",
+				   who);
 		/* vc_rseq_area() above registered this thread; the kernel must know. */
-		CHECK(a && try_registering_again(a) == EBUSY,
-		      "%s: after vc_rseq_area() the kernel has not this area registered", who);
-		CHECK(vc_rseq_area() == a, "%s: area changed between calls", who);
+		VCT_EXPECT(a && try_registering_again(a) == EBUSY,
+			   "%s: after vc_rseq_area() the kernel has not this area registered", who);
+		VCT_EXPECT(vc_rseq_area() == a, "%s: area changed between calls", who);
 		break;
 	case WORLD_NONE:
-		CHECK(a == NULL, "%s: area %p in a world without rseq", who, (void *)a);
+		VCT_EXPECT(a == NULL, "%s: area %p in a world without rseq", who, (void *)a);
 		{
 			static __thread struct vc_rseq_abi probe __attribute__((aligned(32)));
-			CHECK(try_registering_again(&probe) == ENOSYS,
-			      "%s: rseq is not denied here", who);
+			VCT_EXPECT(try_registering_again(&probe) == ENOSYS,
+				   "%s: rseq is not denied here", who);
 		}
 		break;
 	}
@@ -152,12 +156,12 @@ static long add_both(int times)
 	long aborts = 0;
 	struct vc_rseq_abi *rs = vc_rseq_area();
 	if (!rs)
-		FATAL("critical section without an area");
+		VCT_FATAL("critical section without an area");
 	for (int k = 0; k < times; k++) {
 		for (;;) {
 			uint32_t ix = vc_rseq_read_index(rs, VC_RSEQ_INDEX_CPU_ID);
 			if (ix >= info->possible_cpus)
-				FATAL("cpu_id %u >= possible %u", ix, info->possible_cpus);
+				VCT_FATAL("cpu_id %u >= possible %u", ix, info->possible_cpus);
 			if (vc_rseq_addv(VC_RSEQ_INDEX_CPU_ID, rs, ix, &by_cpu[ix].v, 1) == 0)
 				break;
 			aborts++;
@@ -167,7 +171,7 @@ static long add_both(int times)
 		for (;;) {
 			uint32_t ix = vc_rseq_read_index(rs, VC_RSEQ_INDEX_MM_CID);
 			if (ix >= info->possible_cpus)
-				FATAL("mm_cid %u >= possible %u", ix, info->possible_cpus);
+				VCT_FATAL("mm_cid %u >= possible %u", ix, info->possible_cpus);
 			if (vc_rseq_addv(VC_RSEQ_INDEX_MM_CID, rs, ix, &by_cid[ix].v, 1) == 0)
 				break;
 			aborts++;
@@ -195,7 +199,7 @@ static void *thread_main(void *p)
 		struct thread_arg child = {.id = t->id + 1000};
 		pthread_t c;
 		if (pthread_create(&c, NULL, thread_main, &child) != 0)
-			FATAL("pthread_create");
+			VCT_FATAL("pthread_create");
 		pthread_join(c, NULL);
 		t->aborts += child.aborts;
 	}
@@ -211,7 +215,7 @@ static int run_batch(int first_id, int n, long *aborts)
 	for (int i = 0; i < n; i++) {
 		args[i] = (struct thread_arg){.id = first_id + i, .spawn_child = (i % 4 == 0)};
 		if (pthread_create(&th[i], NULL, thread_main, &args[i]) != 0)
-			FATAL("pthread_create");
+			VCT_FATAL("pthread_create");
 	}
 	for (int i = 0; i < n; i++) {
 		pthread_join(th[i], NULL);
@@ -229,17 +233,18 @@ static void check_world_evidence(void)
 	int e = errno;
 	switch (world) {
 	case WORLD_GLIBC:
-		CHECK(gsize > 0, "world glibc, but __rseq_size is 0 (glibc did not register)");
-		CHECK(r == -1 && e != ENOSYS, "world glibc, but rseq is denied");
+		VCT_EXPECT(gsize > 0, "world glibc, but __rseq_size is 0 (glibc did not register)");
+		VCT_EXPECT(r == -1 && e != ENOSYS, "world glibc, but rseq is denied");
 		break;
 	case WORLD_SELF:
-		CHECK(gsize == 0, "world self, but __rseq_size is %u (tunable not applied?)",
-		      gsize);
-		CHECK(r == -1 && e != ENOSYS, "world self, but rseq is denied");
+		VCT_EXPECT(gsize == 0, "world self, but __rseq_size is %u (tunable not applied?)",
+			   gsize);
+		VCT_EXPECT(r == -1 && e != ENOSYS, "world self, but rseq is denied");
 		break;
 	case WORLD_NONE:
-		CHECK(gsize == 0, "world none, but __rseq_size is %u", gsize);
-		CHECK(r == -1 && e == ENOSYS, "world none, but rseq is not denied (errno %d)", e);
+		VCT_EXPECT(gsize == 0, "world none, but __rseq_size is %u", gsize);
+		VCT_EXPECT(r == -1 && e == ENOSYS, "world none, but rseq is not denied (errno %d)",
+			   e);
 		break;
 	}
 }
@@ -252,55 +257,59 @@ static void check_info(void)
 	unsigned eff = kfs ? kfs : 20; /* pre-6.3 kernels fill the original 20 bytes */
 	long conf = sysconf(_SC_NPROCESSORS_CONF);
 
-	CHECK(info->initialised, "info not initialised");
-	CHECK(vc_rseq_init() == info, "second vc_rseq_init returned another pointer");
-	CHECK(info->kernel_feature_size == kfs, "feature size %u, getauxval %u",
-	      info->kernel_feature_size, kfs);
-	CHECK(info->kernel_align == kalign, "align %u, getauxval %u", info->kernel_align, kalign);
-	CHECK(info->glibc_size == gsize, "glibc_size %u, __rseq_size %u", info->glibc_size, gsize);
-	CHECK(info->possible_cpus == possible_cpus_from_sysfs(), "possible cpus %u, sysfs says %u",
-	      info->possible_cpus, possible_cpus_from_sysfs());
-	CHECK(info->possible_cpus == vc_rseq_possible_cpus(), "possible cpus disagree");
-	CHECK(conf <= 0 || info->possible_cpus >= (unsigned)conf,
-	      "possible cpus %u below configured %ld", info->possible_cpus, conf);
-	CHECK((unsigned)allowed.cpu[allowed.n - 1] < info->possible_cpus,
-	      "allowed cpu %d not below possible %u", allowed.cpu[allowed.n - 1],
-	      info->possible_cpus);
+	VCT_EXPECT(info->initialised, "info not initialised");
+	VCT_EXPECT(vc_rseq_init() == info, "second vc_rseq_init returned another pointer");
+	VCT_EXPECT(info->kernel_feature_size == kfs, "feature size %u, getauxval %u",
+		   info->kernel_feature_size, kfs);
+	VCT_EXPECT(info->kernel_align == kalign, "align %u, getauxval %u", info->kernel_align,
+		   kalign);
+	VCT_EXPECT(info->glibc_size == gsize, "glibc_size %u, __rseq_size %u", info->glibc_size,
+		   gsize);
+	VCT_EXPECT(info->possible_cpus == possible_cpus_from_sysfs(),
+		   "possible cpus %u, sysfs says %u", info->possible_cpus,
+		   possible_cpus_from_sysfs());
+	VCT_EXPECT(info->possible_cpus == vc_rseq_possible_cpus(), "possible cpus disagree");
+	VCT_EXPECT(conf <= 0 || info->possible_cpus >= (unsigned)conf,
+		   "possible cpus %u below configured %ld", info->possible_cpus, conf);
+	VCT_EXPECT((unsigned)allowed.cpu[allowed.n - 1] < info->possible_cpus,
+		   "allowed cpu %d not below possible %u", allowed.cpu[allowed.n - 1],
+		   info->possible_cpus);
 
 	switch (world) {
 	case WORLD_GLIBC: {
-		CHECK(info->owner == VC_RSEQ_OWNER_GLIBC, "owner %s, expected glibc",
-		      owner_name(info->owner));
-		CHECK(&__rseq_offset && info->area_offset == __rseq_offset,
-		      "area offset %td is not __rseq_offset", info->area_offset);
+		VCT_EXPECT(info->owner == VC_RSEQ_OWNER_GLIBC, "owner %s, expected glibc",
+			   owner_name(info->owner));
+		VCT_EXPECT(&__rseq_offset && info->area_offset == __rseq_offset,
+			   "area offset %td is not __rseq_offset", info->area_offset);
 		/* glibc 2.35-2.39 report 20 or 32 whatever the kernel fills; then the
 		 * kernel's feature size (at most the 32 registered bytes) counts. */
 		unsigned want = (gsize == 20 || gsize == 32) ? (eff < 32 ? eff : 32) : gsize;
-		CHECK(info->usable_size == want, "usable size %u, expected %u", info->usable_size,
-		      want);
+		VCT_EXPECT(info->usable_size == want, "usable size %u, expected %u",
+			   info->usable_size, want);
 		break;
 	}
 	case WORLD_SELF:
-		CHECK(info->owner == VC_RSEQ_OWNER_SELF, "owner %s, expected self",
-		      owner_name(info->owner));
-		CHECK(info->usable_size == eff, "usable size %u, expected the feature size %u",
-		      info->usable_size, eff);
+		VCT_EXPECT(info->owner == VC_RSEQ_OWNER_SELF, "owner %s, expected self",
+			   owner_name(info->owner));
+		VCT_EXPECT(info->usable_size == eff, "usable size %u, expected the feature size %u",
+			   info->usable_size, eff);
 		break;
 	case WORLD_NONE:
-		CHECK(info->owner == VC_RSEQ_OWNER_NONE, "owner %s, expected none",
-		      owner_name(info->owner));
-		CHECK(info->usable_size == 0, "usable size %u without rseq", info->usable_size);
+		VCT_EXPECT(info->owner == VC_RSEQ_OWNER_NONE, "owner %s, expected none",
+			   owner_name(info->owner));
+		VCT_EXPECT(info->usable_size == 0, "usable size %u without rseq",
+			   info->usable_size);
 		break;
 	}
 	bool rseq = world != WORLD_NONE;
-	CHECK(info->has_cpu_id == rseq, "has_cpu_id %d", info->has_cpu_id);
-	CHECK(info->has_node_id == (rseq && eff >= 24), "has_node_id %d (feature size %u)",
-	      info->has_node_id, kfs);
-	CHECK(info->has_mm_cid == (rseq && eff >= 28), "has_mm_cid %d (feature size %u)",
-	      info->has_mm_cid, kfs);
+	VCT_EXPECT(info->has_cpu_id == rseq, "has_cpu_id %d", info->has_cpu_id);
+	VCT_EXPECT(info->has_node_id == (rseq && eff >= 24), "has_node_id %d (feature size %u)",
+		   info->has_node_id, kfs);
+	VCT_EXPECT(info->has_mm_cid == (rseq && eff >= 28), "has_mm_cid %d (feature size %u)",
+		   info->has_mm_cid, kfs);
 	if (!rseq) {
-		CHECK(!info->fence, "fence available without rseq");
-		CHECK(vc_rseq_fence() == -1, "vc_rseq_fence succeeded without rseq");
+		VCT_EXPECT(!info->fence, "fence available without rseq");
+		VCT_EXPECT(vc_rseq_fence() == -1, "vc_rseq_fence succeeded without rseq");
 	}
 	printf("world %s: owner %s, feature size %u, align %u, __rseq_size %u, usable %u, "
 	       "cpu_id %d node_id %d mm_cid %d, fence %d, possible cpus %u, allowed cpus %d\n",
@@ -314,10 +323,10 @@ static void check_info(void)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	harness_watchdog(40);
-	const char *w = arg_str(argc, argv, "world", NULL);
+	vct_watchdog(40);
+	const char *w = vct_arg_str(argc, argv, "world", NULL);
 	if (!w || (strcmp(w, "glibc") && strcmp(w, "self") && strcmp(w, "none")))
-		FATAL("usage: discovery-test --world=glibc|self|none");
+		VCT_FATAL("usage: discovery-test --world=glibc|self|none");
 	world = !strcmp(w, "glibc") ? WORLD_GLIBC : !strcmp(w, "self") ? WORLD_SELF : WORLD_NONE;
 	cpu_list_allowed(&allowed);
 
@@ -329,7 +338,7 @@ int main(int argc, char **argv)
 	by_cpu = calloc(p, sizeof *by_cpu);
 	by_cid = calloc(p, sizeof *by_cid);
 	if (!by_cpu || !by_cid)
-		FATAL("out of memory");
+		VCT_FATAL("out of memory");
 
 	/* The main thread, while the process is still single-threaded. */
 	check_thread_registration("main");
@@ -344,7 +353,7 @@ int main(int argc, char **argv)
 	/* Threads created later, in two waves: the second reuses the first wave's
 	 * stacks (and TLS), and each wave has threads created by threads. */
 	int threads = run_batch(1, 8, &aborts);
-	sleep_us(20000);
+	vct_sleep_us(20000);
 	threads += run_batch(101, 8, &aborts);
 	if (info->has_cpu_id)
 		adders += threads;
@@ -356,11 +365,11 @@ int main(int argc, char **argv)
 			sum_cid += by_cid[i].v;
 		}
 		intptr_t want = (intptr_t)adders * ADDS_PER_THREAD;
-		CHECK(sum_cpu == want, "cpu_id counters sum %ld, expected %ld", (long)sum_cpu,
-		      (long)want);
+		VCT_EXPECT(sum_cpu == want, "cpu_id counters sum %ld, expected %ld", (long)sum_cpu,
+			   (long)want);
 		if (info->has_mm_cid)
-			CHECK(sum_cid == want, "mm_cid counters sum %ld, expected %ld",
-			      (long)sum_cid, (long)want);
+			VCT_EXPECT(sum_cid == want, "mm_cid counters sum %ld, expected %ld",
+				   (long)sum_cid, (long)want);
 		printf("critical sections: %d threads x %d adds per index: cpu_id sum %ld, "
 		       "mm_cid sum %ld, aborts %ld\n",
 		       adders, ADDS_PER_THREAD, (long)sum_cpu, (long)sum_cid, aborts);
@@ -369,5 +378,5 @@ int main(int argc, char **argv)
 	       threads);
 	free(by_cpu);
 	free(by_cid);
-	return harness_exit();
+	return vct_exit();
 }

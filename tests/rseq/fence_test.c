@@ -53,7 +53,8 @@
  * pool); every fence returned 0; sane headers and intact guards (stack_set.h).
  */
 #include "crowd.h"
-#include "harness.h"
+#include "cpus.h"
+#include "vctest.h"
 #include "rseq.h"
 #include "stack_set.h"
 
@@ -149,8 +150,8 @@ static bool drain(unsigned i)
 			now = stack_header_load(&st->hdr);
 		}
 		struct vc_rseq_stack h = vc_rseq_stack_unpack(now);
-		CHECK(h.begin == VC_RSEQ_STACK_STOPPED_BEGIN && h.end == 0 && h.reserved == 0,
-		      "stack %u: stopped header became %#llx", i, (unsigned long long)now);
+		VCT_EXPECT(h.begin == VC_RSEQ_STACK_STOPPED_BEGIN && h.end == 0 && h.reserved == 0,
+			   "stack %u: stopped header became %#llx", i, (unsigned long long)now);
 		dr.completed_in_flight += h.current != current;
 		current = h.current;
 	} else {
@@ -203,7 +204,7 @@ static void tick(long k)
 		return;
 	vc_rseq_inject_delay = DELAY_LOOPS;
 	if (pthread_create(&drainer, NULL, drainer_main, NULL) != 0)
-		FATAL("pthread_create (drainer)");
+		VCT_FATAL("pthread_create (drainer)");
 }
 
 static void before_stop(void)
@@ -217,7 +218,7 @@ static void prepare(int i, void *ctx)
 {
 	(void)ctx;
 	if (!vc_rseq_area())
-		FATAL("thread without an rseq area");
+		VCT_FATAL("thread without an rseq area");
 	struct worker *w = &workers[i];
 	w->rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(i + 1);
 	for (int k = 0; k < BAG_INIT; k++)
@@ -240,7 +241,7 @@ static void body(int i, void *ctx)
 	while (crowd_running()) {
 		if (w->count < 2)
 			refill(w);
-		uint64_t r = rng_next(&w->rng);
+		uint64_t r = vct_rand(&w->rng);
 		uint32_t k = 1 + (uint32_t)((r >> 8) % BATCH_MAX);
 		unsigned op = (unsigned)(r % 4);
 		if (w->count == 0)
@@ -277,27 +278,27 @@ static void body(int i, void *ctx)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	int threads = (int)arg_long(argc, argv, "threads", 4);
-	long ms = arg_long(argc, argv, "ms", 1000);
+	int threads = (int)vct_arg_long(argc, argv, "threads", 4);
+	long ms = vct_arg_long(argc, argv, "ms", 1000);
 	for (int a = 1; a < argc; a++)
 		if (strcmp(argv[a], "--no-fence") == 0)
 			use_fence = false;
-	const char *stop = arg_str(argc, argv, "stop", "sentinel");
+	const char *stop = vct_arg_str(argc, argv, "stop", "sentinel");
 	if (strcmp(stop, "zero") != 0 && strcmp(stop, "sentinel") != 0)
-		FATAL("--stop=sentinel|zero");
+		VCT_FATAL("--stop=sentinel|zero");
 	zero_stop = strcmp(stop, "zero") == 0;
 	if (threads < 1 || threads > 256 || ms < 1 || ms > 20000)
-		FATAL("bad arguments");
-	harness_watchdog((unsigned)(ms / 1000) + 40);
+		VCT_FATAL("bad arguments");
+	vct_watchdog((unsigned)(ms / 1000) + 40);
 	info = vc_rseq_init();
 	if (!info->has_cpu_id)
-		FATAL("needs rseq (owner %d)", info->owner);
+		VCT_FATAL("needs rseq (owner %d)", info->owner);
 	if (!info->has_mm_cid)
 		printf("the kernel does not provide mm_cid (feature size %u): the stacks are "
 		       "indexed by cpu_id\n",
 		       info->kernel_feature_size);
 	if (!info->fence)
-		FATAL("membarrier private-expedited-rseq is not available: no fence");
+		VCT_FATAL("membarrier private-expedited-rseq is not available: no fence");
 	struct cpu_list allowed;
 	cpu_list_allowed(&allowed);
 
@@ -309,7 +310,7 @@ int main(int argc, char **argv)
 	pool = calloc((size_t)pool_size, sizeof *pool);
 	unsigned *seen = calloc((size_t)objects + 1, sizeof *seen);
 	if (!workers || !pool || !seen)
-		FATAL("out of memory");
+		VCT_FATAL("out of memory");
 	memset(workers, 0, (size_t)threads * sizeof *workers);
 
 	struct crowd_config cfg = {
@@ -359,15 +360,15 @@ int main(int argc, char **argv)
 	if (allowed.n < 2)
 		printf("note: one allowed cpu; this run cannot tell a fence from none\n");
 
-	CHECK(dr.late_commits == 0, "%ld commits landed on stopped stacks", dr.late_commits);
-	CHECK(missing == 0 && duplicated == 0, "%ld objects missing, %ld duplicated", missing,
-	      duplicated);
-	CHECK(dr.fence_failures == 0, "vc_rseq_fence failed %ld times", dr.fence_failures);
-	CHECK(dr.drains > 0 && dr.taken > 0, "the drainer never took an object");
-	CHECK(all.objects_pushed > 0 && all.objects_popped > 0, "the workers did nothing");
+	VCT_EXPECT(dr.late_commits == 0, "%ld commits landed on stopped stacks", dr.late_commits);
+	VCT_EXPECT(missing == 0 && duplicated == 0, "%ld objects missing, %ld duplicated", missing,
+		   duplicated);
+	VCT_EXPECT(dr.fence_failures == 0, "vc_rseq_fence failed %ld times", dr.fence_failures);
+	VCT_EXPECT(dr.drains > 0 && dr.taken > 0, "the drainer never took an object");
+	VCT_EXPECT(all.objects_pushed > 0 && all.objects_popped > 0, "the workers did nothing");
 	stack_set_free(&set);
 	free(workers);
 	free(pool);
 	free(seen);
-	return harness_exit();
+	return vct_exit();
 }

@@ -23,7 +23,8 @@
  *   one-cpu  a child exec'd with its affinity already restricted to one CPU (the
  *            compact bound, mm_cid == 0, is asserted on 6.3-6.18).
  */
-#include "harness.h"
+#include "cpus.h"
+#include "vctest.h"
 #include "rseq.h"
 
 #include <errno.h>
@@ -56,14 +57,14 @@ static void read_loop(struct reader *r, bool keeps_time)
 {
 	struct vc_rseq_abi *rs = vc_rseq_area();
 	if (!rs)
-		FATAL("thread without an rseq area");
+		VCT_FATAL("thread without an rseq area");
 	pthread_barrier_wait(&start);
 	for (long k = 0;; k++) {
 		unsigned cid = (unsigned)vc_rseq_current_mm_cid();
 		unsigned raw = vc_rseq_read_index(rs, VC_RSEQ_INDEX_MM_CID);
 		if (cid >= info->possible_cpus || raw >= info->possible_cpus) {
-			CHECK(0, "mm_cid %u (raw %u) not below possible cpus %u", cid, raw,
-			      info->possible_cpus);
+			VCT_EXPECT(0, "mm_cid %u (raw %u) not below possible cpus %u", cid, raw,
+				   info->possible_cpus);
 			__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 			break;
 		}
@@ -74,7 +75,7 @@ static void read_loop(struct reader *r, bool keeps_time)
 		r->reads++;
 		if ((k & 4095) == 4095) {
 			sched_yield(); /* switches threads, so that ids get reassigned */
-			if (keeps_time && now_us() >= deadline_us)
+			if (keeps_time && vct_now_us() >= deadline_us)
 				__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 			if (__atomic_load_n(&stop, __ATOMIC_RELAXED))
 				break;
@@ -112,10 +113,10 @@ static unsigned run(int n, int cpu, long ms, int *distinct)
 			pthread_attr_setaffinity_np(&attr, sizeof s, &s);
 		}
 		if (pthread_create(&t[i], &attr, reader_main, &readers[i]) != 0)
-			FATAL("pthread_create");
+			VCT_FATAL("pthread_create");
 		pthread_attr_destroy(&attr);
 	}
-	deadline_us = now_us() + ms * 1000;
+	deadline_us = vct_now_us() + ms * 1000;
 	read_loop(&readers[0], true);
 	for (int i = 1; i < n; i++)
 		pthread_join(t[i], NULL);
@@ -152,20 +153,21 @@ static void round_of_runs(const char *name, int cpu, int allowed, long ms, bool 
 		       "min(possible %u, ceil(1.25*%u) = %u); compact bound %u %s\n",
 		       name, n, allowed, max, distinct, slack, possible, m, (5 * m + 3) / 4, m,
 		       max < m ? "held" : "exceeded");
-		CHECK(max < slack, "%s, %d threads: mm_cid %u not below ceil(1.25*min(%d, %d))=%u",
-		      name, n, max, n, allowed, slack);
+		VCT_EXPECT(max < slack,
+			   "%s, %d threads: mm_cid %u not below ceil(1.25*min(%d, %d))=%u", name, n,
+			   max, n, allowed, slack);
 		if (assert_compact)
-			CHECK(max < m,
-			      "%s, %d threads, kernel %d.%d: mm_cid %u not below the compact "
-			      "bound min(%d, %d)",
-			      name, n, kmajor, kminor, max, n, allowed);
+			VCT_EXPECT(max < m,
+				   "%s, %d threads, kernel %d.%d: mm_cid %u not below the compact "
+				   "bound min(%d, %d)",
+				   name, n, kmajor, kminor, max, n, allowed);
 	}
 }
 
 static void discover(void)
 {
 	info = vc_rseq_init();
-	kernel_version(&kmajor, &kminor);
+	vct_kernel_version(&kmajor, &kminor);
 	if (!info->has_mm_cid) {
 		/* Nothing to bound: a skip (77 for meson and suite-in-guest), not a pass. */
 		printf("SKIP: the kernel does not provide mm_cid (feature size %u, owner %d)\n",
@@ -174,7 +176,7 @@ static void discover(void)
 	}
 	cid_seen = calloc(info->possible_cpus, 1);
 	if (!cid_seen)
-		FATAL("out of memory");
+		VCT_FATAL("out of memory");
 }
 
 /* The child: exec'd with its affinity restricted to one CPU. */
@@ -183,22 +185,22 @@ static int one_cpu_child(int cpu, long ms)
 	discover();
 	struct cpu_list allowed;
 	cpu_list_allowed(&allowed);
-	CHECK(allowed.n == 1 && allowed.cpu[0] == cpu, "child allowed %d cpus, first %d", allowed.n,
-	      allowed.cpu[0]);
-	CHECK(vc_rseq_current_cpu() == cpu, "child runs on cpu %d, not %d", vc_rseq_current_cpu(),
-	      cpu);
+	VCT_EXPECT(allowed.n == 1 && allowed.cpu[0] == cpu, "child allowed %d cpus, first %d",
+		   allowed.n, allowed.cpu[0]);
+	VCT_EXPECT(vc_rseq_current_cpu() == cpu, "child runs on cpu %d, not %d",
+		   vc_rseq_current_cpu(), cpu);
 	round_of_runs("one-cpu", -1, 1, ms, kernel_is_compact());
-	return harness_exit();
+	return vct_exit();
 }
 
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	long ms = arg_long(argc, argv, "ms", 150);
-	long one_cpu = arg_long(argc, argv, "one-cpu", -1);
+	long ms = vct_arg_long(argc, argv, "ms", 150);
+	long one_cpu = vct_arg_long(argc, argv, "one-cpu", -1);
 	if (ms < 1 || ms > 5000)
-		FATAL("bad --ms");
-	harness_watchdog(45);
+		VCT_FATAL("bad --ms");
+	vct_watchdog(45);
 	if (one_cpu >= 0)
 		return one_cpu_child((int)one_cpu, ms);
 
@@ -220,7 +222,7 @@ int main(int argc, char **argv)
 	/* The child gets the one-CPU mask before exec creates its memory space. */
 	pid_t pid = fork();
 	if (pid < 0)
-		FATAL("fork: %s", strerror(errno));
+		VCT_FATAL("fork: %s", strerror(errno));
 	if (pid == 0) {
 		cpu_set_t s;
 		CPU_ZERO(&s);
@@ -236,8 +238,8 @@ int main(int argc, char **argv)
 	int status;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
-			FATAL("waitpid: %s", strerror(errno));
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	      "the one-cpu child failed (status %#x)", status);
-	return harness_exit();
+			VCT_FATAL("waitpid: %s", strerror(errno));
+	VCT_EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		   "the one-cpu child failed (status %#x)", status);
+	return vct_exit();
 }

@@ -23,7 +23,8 @@
  * entry reaches the caller). A helper that loses a register across an injection point
  * (say %eax, which holds `current` between load and commit) fails here every time.
  */
-#include "harness.h"
+#include "cpus.h"
+#include "vctest.h"
 #include "rseq.h"
 
 #include <stdio.h>
@@ -133,16 +134,18 @@ static void reset(struct fixture *f, unsigned current, unsigned begin, unsigned 
 static void expect_stack(const char *what, const struct fixture *f, unsigned current,
 			 unsigned begin, unsigned end, void *const *want)
 {
-	CHECK(f->h.current == current && f->h.begin == begin && f->h.end == end &&
-		  f->h.reserved == 0,
-	      "%s: header {%u, %u, %u, %u}, expected {%u, %u, %u}", what, f->h.current, f->h.begin,
-	      f->h.end, f->h.reserved, current, begin, end);
+	VCT_EXPECT(f->h.current == current && f->h.begin == begin && f->h.end == end &&
+		       f->h.reserved == 0,
+		   "%s: header {%u, %u, %u, %u}, expected {%u, %u, %u}", what, f->h.current,
+		   f->h.begin, f->h.end, f->h.reserved, current, begin, end);
 	for (unsigned k = 0; k < SLOTS; k++) {
 		if (k >= begin && k < current)
-			CHECK(f->region[k] == want[k - begin], "%s: slot %u holds %p, expected %p",
-			      what, k, f->region[k], want[k - begin]);
+			VCT_EXPECT(f->region[k] == want[k - begin],
+				   "%s: slot %u holds %p, expected %p", what, k, f->region[k],
+				   want[k - begin]);
 		else if (k < begin || k >= end)
-			CHECK(f->region[k] == GUARD(k), "%s: guard slot %u overwritten", what, k);
+			VCT_EXPECT(f->region[k] == GUARD(k), "%s: guard slot %u overwritten", what,
+				   k);
 	}
 }
 
@@ -155,55 +158,56 @@ static void stack_semantics(enum vc_rseq_index ix, const char *name)
 #define WHAT(s) (snprintf(what, sizeof what, "%s: %s", name, s), what)
 
 	reset(&f, BEGIN, BEGIN, END);
-	CHECK(pop(ix, &f.h, f.region, &one) == 1 && one == UNTOUCHED, "%s",
-	      WHAT("pop on empty must fail with 1 and not write"));
+	VCT_EXPECT(pop(ix, &f.h, f.region, &one) == 1 && one == UNTOUCHED, "%s",
+		   WHAT("pop on empty must fail with 1 and not write"));
 	expect_stack(WHAT("after pop on empty"), &f, BEGIN, BEGIN, END, NULL);
 
 	void *abcd[] = {OBJ(1), OBJ(2), OBJ(3), OBJ(4)};
 	for (int k = 0; k < 4; k++)
-		CHECK(push(ix, &f.h, f.region, abcd[k]) == 0, "%s", WHAT("push with room"));
+		VCT_EXPECT(push(ix, &f.h, f.region, abcd[k]) == 0, "%s", WHAT("push with room"));
 	expect_stack(WHAT("after 4 pushes"), &f, END, BEGIN, END, abcd);
-	CHECK(push(ix, &f.h, f.region, OBJ(5)) == 1, "%s", WHAT("push on full must fail with 1"));
+	VCT_EXPECT(push(ix, &f.h, f.region, OBJ(5)) == 1, "%s",
+		   WHAT("push on full must fail with 1"));
 	expect_stack(WHAT("after push on full"), &f, END, BEGIN, END, abcd);
 
-	CHECK(pop(ix, &f.h, f.region, &one) == 0 && one == OBJ(4), "%s",
-	      WHAT("pop must return the top"));
+	VCT_EXPECT(pop(ix, &f.h, f.region, &one) == 0 && one == OBJ(4), "%s",
+		   WHAT("pop must return the top"));
 	expect_stack(WHAT("after pop"), &f, END - 1, BEGIN, END, abcd);
 
 	memset(out, 0, sizeof out);
-	CHECK(pop_batch(ix, &f.h, f.region, out, 8, &n) == 0 && n == 3 && out[0] == OBJ(3) &&
-		  out[1] == OBJ(2) && out[2] == OBJ(1) && out[3] == NULL,
-	      "%s (n %u: %p %p %p %p)", WHAT("pop_batch of 8 from 3 must give 3, top first"), n,
-	      out[0], out[1], out[2], out[3]);
+	VCT_EXPECT(pop_batch(ix, &f.h, f.region, out, 8, &n) == 0 && n == 3 && out[0] == OBJ(3) &&
+		       out[1] == OBJ(2) && out[2] == OBJ(1) && out[3] == NULL,
+		   "%s (n %u: %p %p %p %p)", WHAT("pop_batch of 8 from 3 must give 3, top first"),
+		   n, out[0], out[1], out[2], out[3]);
 	expect_stack(WHAT("after pop_batch"), &f, BEGIN, BEGIN, END, NULL);
 	n = 77;
 	out[0] = UNTOUCHED;
-	CHECK(pop_batch(ix, &f.h, f.region, out, 8, &n) == 1 && n == 77 && out[0] == UNTOUCHED,
-	      "%s", WHAT("pop_batch on empty must fail with 1 and not write"));
+	VCT_EXPECT(pop_batch(ix, &f.h, f.region, out, 8, &n) == 1 && n == 77 && out[0] == UNTOUCHED,
+		   "%s", WHAT("pop_batch on empty must fail with 1 and not write"));
 
 	void *in[] = {OBJ(11), OBJ(12), OBJ(13), OBJ(14), OBJ(15), OBJ(16)};
-	CHECK(push_batch(ix, &f.h, f.region, in, 6, &n) == 0 && n == 4, "%s (pushed %u)",
-	      WHAT("push_batch of 6 into room 4 must push 4"), n);
+	VCT_EXPECT(push_batch(ix, &f.h, f.region, in, 6, &n) == 0 && n == 4, "%s (pushed %u)",
+		   WHAT("push_batch of 6 into room 4 must push 4"), n);
 	expect_stack(WHAT("after push_batch"), &f, END, BEGIN, END, in);
 	n = 77;
-	CHECK(push_batch(ix, &f.h, f.region, in, 2, &n) == 1 && n == 77, "%s",
-	      WHAT("push_batch on full must fail with 1 and not write"));
+	VCT_EXPECT(push_batch(ix, &f.h, f.region, in, 2, &n) == 1 && n == 77, "%s",
+		   WHAT("push_batch on full must fail with 1 and not write"));
 	expect_stack(WHAT("after push_batch on full"), &f, END, BEGIN, END, in);
 
 	reset(&f, BEGIN + 2, BEGIN, END);
 	f.region[BEGIN] = OBJ(21);
 	f.region[BEGIN + 1] = OBJ(22);
 	void *two[] = {OBJ(21), OBJ(22)};
-	CHECK(pop_batch(ix, &f.h, f.region, out, 0, &n) == 1 &&
-		  push_batch(ix, &f.h, f.region, in, 0, &n) == 1,
-	      "%s", WHAT("batches of 0 must fail with 1"));
+	VCT_EXPECT(pop_batch(ix, &f.h, f.region, out, 0, &n) == 1 &&
+		       push_batch(ix, &f.h, f.region, in, 0, &n) == 1,
+		   "%s", WHAT("batches of 0 must fail with 1"));
 	expect_stack(WHAT("after batches of 0"), &f, BEGIN + 2, BEGIN, END, two);
-	CHECK(push_batch(ix, &f.h, f.region, in, 1, &n) == 0 && n == 1 &&
-		  f.region[BEGIN + 2] == OBJ(11),
-	      "%s", WHAT("push_batch of 1"));
-	CHECK(pop_batch(ix, &f.h, f.region, out, 2, &n) == 0 && n == 2 && out[0] == OBJ(11) &&
-		  out[1] == OBJ(22),
-	      "%s", WHAT("pop_batch of 2 from 3"));
+	VCT_EXPECT(push_batch(ix, &f.h, f.region, in, 1, &n) == 0 && n == 1 &&
+		       f.region[BEGIN + 2] == OBJ(11),
+		   "%s", WHAT("push_batch of 1"));
+	VCT_EXPECT(pop_batch(ix, &f.h, f.region, out, 2, &n) == 0 && n == 2 && out[0] == OBJ(11) &&
+		       out[1] == OBJ(22),
+		   "%s", WHAT("pop_batch of 2 from 3"));
 	expect_stack(WHAT("after the batches of 1 and 2"), &f, BEGIN + 1, BEGIN, END, two);
 
 	/* Stopped headers. */
@@ -226,23 +230,23 @@ static void stack_semantics(enum vc_rseq_index ix, const char *name)
 		bool slots_intact = true;
 		for (int k = 0; k < SLOTS; k++)
 			slots_intact &= f.region[k] == GUARD(k);
-		CHECK(r1 == 1 && r2 == 1 && r3 == 1 && r4 == 1 && one == UNTOUCHED &&
-			  out[0] == UNTOUCHED && n == 77 && slots_intact &&
-			  memcmp(&f.h, &stop, sizeof stop) == 0,
-		      "%s: %s stopped header (current %u): pop %d push %d pop_batch %d "
-		      "push_batch %d, must all be 1 and write nothing",
-		      name, zero ? "all-zero" : "stop-word", cur, r1, r2, r3, r4);
+		VCT_EXPECT(r1 == 1 && r2 == 1 && r3 == 1 && r4 == 1 && one == UNTOUCHED &&
+			       out[0] == UNTOUCHED && n == 77 && slots_intact &&
+			       memcmp(&f.h, &stop, sizeof stop) == 0,
+			   "%s: %s stopped header (current %u): pop %d push %d pop_batch %d "
+			   "push_batch %d, must all be 1 and write nothing",
+			   name, zero ? "all-zero" : "stop-word", cur, r1, r2, r3, r4);
 	}
 
 	/* Plain words. */
 	uint64_t w = 5;
-	CHECK(cmpeq_store(ix, &w, 5, 0x123456789abcdefULL) == 0 && w == 0x123456789abcdefULL, "%s",
-	      WHAT("cmpeq_store on an equal word must store"));
-	CHECK(cmpeq_store(ix, &w, 5, 9) == 1 && w == 0x123456789abcdefULL, "%s",
-	      WHAT("cmpeq_store on a different word must fail with 1"));
+	VCT_EXPECT(cmpeq_store(ix, &w, 5, 0x123456789abcdefULL) == 0 && w == 0x123456789abcdefULL,
+		   "%s", WHAT("cmpeq_store on an equal word must store"));
+	VCT_EXPECT(cmpeq_store(ix, &w, 5, 9) == 1 && w == 0x123456789abcdefULL, "%s",
+		   WHAT("cmpeq_store on a different word must fail with 1"));
 	intptr_t v = 40;
-	CHECK(addv(ix, &v, 5) == 0 && addv(ix, &v, -3) == 0 && v == 42, "%s (v %ld)",
-	      WHAT("addv 40 + 5 - 3"), (long)v);
+	VCT_EXPECT(addv(ix, &v, 5) == 0 && addv(ix, &v, -3) == 0 && v == 42, "%s (v %ld)",
+		   WHAT("addv 40 + 5 - 3"), (long)v);
 #undef WHAT
 }
 
@@ -268,31 +272,31 @@ static void foreign_index_semantics(enum vc_rseq_index ix, const char *name)
 	r[5] = addv(ix, &v, 1);
 	foreign = false;
 	void *want[] = {OBJ(41)};
-	CHECK(r[0] == -1 && r[1] == -1 && r[2] == -1 && r[3] == -1 && r[4] == -1 && r[5] == -1,
-	      "%s with index %u: returns %d %d %d %d %d %d, expected -1 everywhere", name,
-	      foreign_index, r[0], r[1], r[2], r[3], r[4], r[5]);
-	CHECK(one == UNTOUCHED && out[0] == UNTOUCHED && n == 77 && w == 7 && v == 7,
-	      "%s: a section with a foreign index wrote its outputs", name);
+	VCT_EXPECT(r[0] == -1 && r[1] == -1 && r[2] == -1 && r[3] == -1 && r[4] == -1 && r[5] == -1,
+		   "%s with index %u: returns %d %d %d %d %d %d, expected -1 everywhere", name,
+		   foreign_index, r[0], r[1], r[2], r[3], r[4], r[5]);
+	VCT_EXPECT(one == UNTOUCHED && out[0] == UNTOUCHED && n == 77 && w == 7 && v == 7,
+		   "%s: a section with a foreign index wrote its outputs", name);
 	expect_stack("foreign index", &f, BEGIN + 1, BEGIN, END, want);
-	CHECK(f.region[BEGIN + 1] == GUARD(BEGIN + 1),
-	      "%s: a section with a foreign index wrote a slot", name);
-	CHECK(minus_ones - before == 6, "%s: %ld aborts counted for 6 foreign calls", name,
-	      minus_ones - before);
+	VCT_EXPECT(f.region[BEGIN + 1] == GUARD(BEGIN + 1),
+		   "%s: a section with a foreign index wrote a slot", name);
+	VCT_EXPECT(minus_ones - before == 6, "%s: %ld aborts counted for 6 foreign calls", name,
+		   minus_ones - before);
 }
 
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	harness_watchdog(40);
+	vct_watchdog(40);
 	const struct vc_rseq_info *info = vc_rseq_init();
 	if (!info->has_cpu_id)
-		FATAL("needs rseq (owner %d)", info->owner);
+		VCT_FATAL("needs rseq (owner %d)", info->owner);
 	if (!info->has_mm_cid)
 		printf("the kernel does not provide mm_cid (feature size %u): cpu_id only\n",
 		       info->kernel_feature_size);
 	rs = vc_rseq_area();
 	if (!rs)
-		FATAL("no rseq area");
+		VCT_FATAL("no rseq area");
 	struct cpu_list allowed;
 	cpu_list_allowed(&allowed);
 	pin_self(allowed.cpu[0]);
@@ -307,7 +311,7 @@ int main(void)
 		foreign_index_semantics(VC_RSEQ_INDEX_CPU_ID, "cpu_id");
 		if (info->has_mm_cid)
 			foreign_index_semantics(VC_RSEQ_INDEX_MM_CID, "mm_cid");
-		if (harness_failures)
+		if (vct_failures())
 			break;
 	}
 	printf("%s build, owner %s, pinned to cpu %d (mm_cid %d): 100 rounds of every "
@@ -319,9 +323,9 @@ int main(void)
 #if INJECT_BUILD
 	vc_rseq_inject_delay = 0;
 	printf("vc_rseq_inject_aborts: %ld\n", (long)vc_rseq_inject_aborts);
-	CHECK(vc_rseq_inject_aborts == minus_ones,
-	      "abort handlers entered %ld times but callers saw %ld aborts",
-	      (long)vc_rseq_inject_aborts, minus_ones);
+	VCT_EXPECT(vc_rseq_inject_aborts == minus_ones,
+		   "abort handlers entered %ld times but callers saw %ld aborts",
+		   (long)vc_rseq_inject_aborts, minus_ones);
 #endif
-	return harness_exit();
+	return vct_exit();
 }

@@ -1,7 +1,8 @@
 /* tests/rseq/stack_set.c - see stack_set.h. */
 #include "stack_set.h"
 
-#include "harness.h"
+#include "cpus.h"
+#include "vctest.h"
 #include "index_window.h"
 
 #include <stdio.h>
@@ -15,13 +16,13 @@ void stack_set_init(struct stack_set *s, enum vc_rseq_index ix, unsigned possibl
 		    unsigned end)
 {
 	if (end <= STACK_BEGIN || end > STACK_END_MAX)
-		FATAL("bad stack end %u", end);
+		VCT_FATAL("bad stack end %u", end);
 	s->ix = ix;
 	s->name = ix == VC_RSEQ_INDEX_MM_CID ? "mm_cid" : "cpu_id";
 	s->count = possible_cpus;
 	s->at = aligned_alloc(64, possible_cpus * sizeof *s->at);
 	if (!s->at)
-		FATAL("out of memory");
+		VCT_FATAL("out of memory");
 	for (unsigned i = 0; i < possible_cpus; i++) {
 		struct per_index *st = &s->at[i];
 		memset(st, 0, sizeof *st);
@@ -42,7 +43,7 @@ static struct vc_rseq_abi *area(void)
 {
 	struct vc_rseq_abi *rs = vc_rseq_area();
 	if (!rs)
-		FATAL("thread without an rseq area");
+		VCT_FATAL("thread without an rseq area");
 	return rs;
 }
 
@@ -52,7 +53,7 @@ static struct per_index *current_stack(const struct stack_set *s, struct vc_rseq
 {
 	uint32_t i = vc_rseq_read_index(rs, s->ix);
 	if (i >= s->count)
-		FATAL("%s %u not below possible cpus %u", s->name, i, s->count);
+		VCT_FATAL("%s %u not below possible cpus %u", s->name, i, s->count);
 	*idx = i;
 	index_window_delay();
 	return &s->at[i];
@@ -107,7 +108,7 @@ uint32_t stack_push_batch(const struct stack_set *s, void *const *in, uint32_t n
 				return 0;
 			}
 			if (pushed < 1 || pushed > n)
-				FATAL("push_batch of %u reported %u pushed", n, pushed);
+				VCT_FATAL("push_batch of %u reported %u pushed", n, pushed);
 			c->objects_pushed += pushed;
 			return pushed;
 		}
@@ -129,7 +130,7 @@ uint32_t stack_pop_batch(const struct stack_set *s, void **out, uint32_t n, stru
 				return 0;
 			}
 			if (popped < 1 || popped > n)
-				FATAL("pop_batch of %u reported %u popped", n, popped);
+				VCT_FATAL("pop_batch of %u reported %u popped", n, popped);
 			c->objects_popped += popped;
 			return popped;
 		}
@@ -150,9 +151,9 @@ void stack_resize(const struct stack_set *s, uint64_t *rng, struct stack_counts 
 		struct vc_rseq_stack h = vc_rseq_stack_unpack(old);
 		unsigned lo = h.current > STACK_BEGIN + 1 ? h.current : STACK_BEGIN + 1;
 		if (h.begin != STACK_BEGIN || lo > STACK_END_MAX)
-			FATAL("%s stack %u has a corrupt header {%u, %u, %u}", s->name, i,
-			      h.current, h.begin, h.end);
-		h.end = (uint16_t)(lo + rng_next(rng) % (STACK_END_MAX - lo + 1));
+			VCT_FATAL("%s stack %u has a corrupt header {%u, %u, %u}", s->name, i,
+				  h.current, h.begin, h.end);
+		h.end = (uint16_t)(lo + vct_rand(rng) % (STACK_END_MAX - lo + 1));
 		int r = vc_rseq_cmpeq_store(s->ix, rs, i, vc_rseq_stack_word_of(&st->hdr), old,
 					    vc_rseq_stack_pack(h));
 		if (r >= 0) {
@@ -188,7 +189,7 @@ void object_seen(unsigned *seen, long m, void *p, const char *where)
 {
 	uintptr_t v = (uintptr_t)p;
 	if (v < 1 || v > (uintptr_t)m) {
-		CHECK(0, "%s holds %#lx, not an object", where, (unsigned long)v);
+		VCT_EXPECT(0, "%s holds %#lx, not an object", where, (unsigned long)v);
 		return;
 	}
 	seen[v]++;
@@ -204,12 +205,12 @@ long stack_set_audit(const struct stack_set *s, unsigned *seen, long m)
 		snprintf(where, sizeof where, "%s stack %u", s->name, i);
 		bool sane = h.begin == STACK_BEGIN && h.begin <= h.current && h.current <= h.end &&
 			    h.end <= STACK_END_MAX && h.reserved == 0;
-		CHECK(sane, "%s: header {current %u, begin %u, end %u, reserved %u}", where,
-		      h.current, h.begin, h.end, h.reserved);
+		VCT_EXPECT(sane, "%s: header {current %u, begin %u, end %u, reserved %u}", where,
+			   h.current, h.begin, h.end, h.reserved);
 		for (int k = 0; k < STACK_REGION_SLOTS; k++)
 			if (k < STACK_BEGIN || k >= STACK_END_MAX)
-				CHECK(st->region[k] == GUARD(k), "%s: guard slot %d overwritten",
-				      where, k);
+				VCT_EXPECT(st->region[k] == GUARD(k),
+					   "%s: guard slot %d overwritten", where, k);
 		if (h.current < STACK_BEGIN || h.current > STACK_END_MAX)
 			continue;
 		for (unsigned k = STACK_BEGIN; k < h.current; k++)
@@ -228,7 +229,7 @@ long objects_audit(const unsigned *seen, long m, long *missing, long *duplicated
 		*missing += seen[v] == 0;
 		*duplicated += seen[v] > 1;
 		if (*missing + *duplicated <= 10)
-			CHECK(0, "object %ld found %u times", v, seen[v]);
+			VCT_EXPECT(0, "object %ld found %u times", v, seen[v]);
 	}
 	return *missing + *duplicated;
 }

@@ -71,7 +71,7 @@ void stack_counts_add(struct stack_counts *sum, const struct stack_counts *c);
 uint64_t stack_header_load(const struct vc_rseq_stack *h);
 
 /* Where objects are: seen[v] counts the places object v was found (objects 1..m).
- * object_seen reports (CHECK) anything that is not an object. */
+ * object_seen reports (VCT_EXPECT) anything that is not an object. */
 void object_seen(unsigned *seen, long m, void *p, const char *where);
 /* After all threads stopped: checks every header (begin == STACK_BEGIN <= current <=
  * end <= STACK_END_MAX) and guard slot, counts the live objects into seen, returns how

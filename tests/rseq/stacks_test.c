@@ -27,7 +27,8 @@
  * must be > 0 and equal the number of -1 returns seen by the callers.
  */
 #include "crowd.h"
-#include "harness.h"
+#include "cpus.h"
+#include "vctest.h"
 #include "rseq.h"
 #include "stack_set.h"
 
@@ -69,7 +70,7 @@ static __thread struct stack_counts tls_handler;
 static void on_signal(void)
 {
 	int saved = errno;
-	uint64_t r = rng_next(&tls_handler_rng);
+	uint64_t r = vct_rand(&tls_handler_rng);
 	if (tls_pocket_n == POCKET_MAX || (tls_pocket_n > 0 && (r & 1))) {
 		if (stack_push_one(&sets[0], tls_pocket[tls_pocket_n - 1], &tls_handler) == 0)
 			tls_pocket_n--;
@@ -85,7 +86,7 @@ static void prepare(int i, void *ctx)
 {
 	(void)ctx;
 	if (!vc_rseq_area()) /* registers this thread when the area is ours */
-		FATAL("thread without an rseq area");
+		VCT_FATAL("thread without an rseq area");
 	struct worker *w = &workers[i];
 	w->rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(i + 1);
 	for (int k = 0; k < BAG_INIT; k++)
@@ -97,7 +98,7 @@ static void body(int i, void *ctx)
 	(void)ctx;
 	struct worker *w = &workers[i];
 	while (crowd_running()) {
-		uint64_t r = rng_next(&w->rng);
+		uint64_t r = vct_rand(&w->rng);
 		const struct stack_set *s = &sets[r & 1];
 		uint32_t k = 1 + (uint32_t)((r >> 8) % BATCH_MAX);
 		unsigned op = (unsigned)((r >> 16) % 5);
@@ -143,14 +144,14 @@ static void body(int i, void *ctx)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	int threads = (int)arg_long(argc, argv, "threads", 48);
-	long ms = arg_long(argc, argv, "ms", 1000);
+	int threads = (int)vct_arg_long(argc, argv, "threads", 48);
+	long ms = vct_arg_long(argc, argv, "ms", 1000);
 	if (threads < 1 || threads > 1024 || ms < 1 || ms > 20000)
-		FATAL("bad arguments");
-	harness_watchdog((unsigned)(ms / 1000) + 40);
+		VCT_FATAL("bad arguments");
+	vct_watchdog((unsigned)(ms / 1000) + 40);
 	info = vc_rseq_init();
 	if (!info->has_cpu_id)
-		FATAL("rseq is not available (owner none): critical sections cannot run");
+		VCT_FATAL("rseq is not available (owner none): critical sections cannot run");
 	/* Without mm_cid (kernels before 6.3) both sets are indexed by cpu_id. */
 	if (!info->has_mm_cid)
 		printf("the kernel does not provide mm_cid (feature size %u): both stack sets "
@@ -163,7 +164,7 @@ int main(int argc, char **argv)
 	workers = aligned_alloc(64, (size_t)threads * sizeof *workers);
 	unsigned *seen = calloc((size_t)objects + 1, sizeof *seen);
 	if (!workers || !seen)
-		FATAL("out of memory");
+		VCT_FATAL("out of memory");
 	memset(workers, 0, (size_t)threads * sizeof *workers);
 
 	struct crowd_config cfg = {
@@ -188,9 +189,10 @@ int main(int argc, char **argv)
 		struct worker *w = &workers[i];
 		stack_counts_add(&all, &w->n);
 		stack_counts_add(&handlers, &w->handler);
-		CHECK(w->count >= 0 && w->count <= BAG_MAX, "thread %d: bag count %d", i, w->count);
-		CHECK(w->pocket_n >= 0 && w->pocket_n <= POCKET_MAX, "thread %d: pocket %d", i,
-		      w->pocket_n);
+		VCT_EXPECT(w->count >= 0 && w->count <= BAG_MAX, "thread %d: bag count %d", i,
+			   w->count);
+		VCT_EXPECT(w->pocket_n >= 0 && w->pocket_n <= POCKET_MAX, "thread %d: pocket %d", i,
+			   w->pocket_n);
 		for (int k = 0; k < w->count && k < BAG_MAX; k++)
 			object_seen(seen, objects, w->bag[k], "a bag");
 		for (int k = 0; k < w->pocket_n && k < POCKET_MAX; k++)
@@ -222,26 +224,27 @@ int main(int argc, char **argv)
 	       "%ld missing, %ld duplicated\n",
 	       objects, in_stacks, in_bags, in_pockets, missing, duplicated);
 
-	CHECK(missing == 0 && duplicated == 0, "%ld objects missing, %ld duplicated", missing,
-	      duplicated);
+	VCT_EXPECT(missing == 0 && duplicated == 0, "%ld objects missing, %ld duplicated", missing,
+		   duplicated);
 	long net = all.objects_pushed + handlers.objects_pushed - all.objects_popped -
 		   handlers.objects_popped;
-	CHECK(in_stacks == net, "stacks hold %ld objects, but pushes - pops = %ld", in_stacks, net);
-	CHECK(all.objects_pushed > 0 && all.objects_popped > 0 && all.push_batch_ops > 0 &&
-		  all.pop_batch_ops > 0 && all.resizes > 0,
-	      "some operation never completed");
-	CHECK(rep.signals_sent > 0 && handlers.push_ops + handlers.pop_ops > 0,
-	      "no signal reached a handler");
+	VCT_EXPECT(in_stacks == net, "stacks hold %ld objects, but pushes - pops = %ld", in_stacks,
+		   net);
+	VCT_EXPECT(all.objects_pushed > 0 && all.objects_popped > 0 && all.push_batch_ops > 0 &&
+		       all.pop_batch_ops > 0 && all.resizes > 0,
+		   "some operation never completed");
+	VCT_EXPECT(rep.signals_sent > 0 && handlers.push_ops + handlers.pop_ops > 0,
+		   "no signal reached a handler");
 #if INJECT
 	long entered = vc_rseq_inject_aborts;
-	CHECK(entered > 0, "no abort happened under injection");
-	CHECK(entered == all.aborts + handlers.aborts,
-	      "abort handlers entered %ld times but callers saw %ld aborts", entered,
-	      all.aborts + handlers.aborts);
+	VCT_EXPECT(entered > 0, "no abort happened under injection");
+	VCT_EXPECT(entered == all.aborts + handlers.aborts,
+		   "abort handlers entered %ld times but callers saw %ld aborts", entered,
+		   all.aborts + handlers.aborts);
 #endif
 	stack_set_free(&sets[0]);
 	stack_set_free(&sets[1]);
 	free(workers);
 	free(seen);
-	return harness_exit();
+	return vct_exit();
 }
