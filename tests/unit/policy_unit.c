@@ -19,37 +19,12 @@
  *   locked      fallback mode's rule: a whole step within the budget, else nothing.
  */
 #include "internal.h"
+#include "vctest.h"
 #include "vcpu_policy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct vc_global vc_g;
-
-void vc_assert_fail(const char *expr, const char *file, int line)
-{
-	fprintf(stderr, "allocator assertion failed: %s (%s:%d)\n", expr, file, line);
-	abort();
-}
-
-void vc_report(const char *what, const char *func, const void *p)
-{
-	fprintf(stderr, "allocator report: %s in %s at %p\n", what, func, p);
-	abort();
-}
-
-static int failures;
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__,   \
-				#cond);                                                    \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fprintf(stderr, "\n");                                             \
-			failures++;                                                        \
-		}                                                                          \
-	} while (0)
 
 #define OPTION (1u << 20)
 
@@ -83,15 +58,16 @@ static void case_step(void)
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
 		const struct vc_class_info *ci = &vc_classes[c];
 		unsigned s = vc_policy_grow_step(c);
-		CHECK(s >= 1 && s <= ci->batch, "class %u (%u B): step %u, batch %u", c, ci->size,
-		      s, ci->batch);
-		CHECK(s == 1 || s * ci->size <= 16384, "class %u: step %u of %u B passes 16 KiB", c,
-		      s, ci->size);
-		CHECK(s == ci->batch || (s + 1) * ci->size > 16384,
-		      "class %u: step %u of %u B, one more would still fit 16 KiB", c, s, ci->size);
+		VCT_EXPECT(s >= 1 && s <= ci->batch, "class %u (%u B): step %u, batch %u", c,
+			   ci->size, s, ci->batch);
+		VCT_EXPECT(s == 1 || s * ci->size <= 16384,
+			   "class %u: step %u of %u B passes 16 KiB", c, s, ci->size);
+		VCT_EXPECT(s == ci->batch || (s + 1) * ci->size > 16384,
+			   "class %u: step %u of %u B, one more would still fit 16 KiB", c, s,
+			   ci->size);
 	}
-	CHECK(vc_policy_grow_step(1) == vc_classes[1].batch, "16 B: a whole batch");
-	CHECK(vc_policy_grow_step(VC_NUM_CLASSES - 1) == 1, "256 KiB: one object");
+	VCT_EXPECT(vc_policy_grow_step(1) == vc_classes[1].batch, "16 B: a whole batch");
+	VCT_EXPECT(vc_policy_grow_step(VC_NUM_CLASSES - 1) == 1, "256 KiB: one object");
 }
 
 static void case_growth(void)
@@ -103,22 +79,24 @@ static void case_growth(void)
 	for (;;) {
 		struct vc_policy_step s = next(c, 0);
 		if (expect == ci->max_slots) {
-			CHECK(s.cls == 0, "at max_slots %u: step to class %u", ci->max_slots, s.cls);
+			VCT_EXPECT(s.cls == 0, "at max_slots %u: step to class %u", ci->max_slots,
+				   s.cls);
 			break;
 		}
 		expect = expect + step > ci->max_slots ? ci->max_slots : expect + step;
-		CHECK(s.cls == c && s.capacity == expect, "miss %u: step {%u, %u}, expected {%u, %u}",
-		      rounds, s.cls, s.capacity, c, expect);
+		VCT_EXPECT(s.cls == c && s.capacity == expect,
+			   "miss %u: step {%u, %u}, expected {%u, %u}", rounds, s.cls, s.capacity,
+			   c, expect);
 		if (s.cls != c)
 			break;
 		vc_policy_set(&k, c, s.capacity);
-		CHECK(k.bytes == bytes_of_capacities(), "bytes %llu after miss %u",
-		      (unsigned long long)k.bytes, rounds);
+		VCT_EXPECT(k.bytes == bytes_of_capacities(), "bytes %llu after miss %u",
+			   (unsigned long long)k.bytes, rounds);
 		rounds++;
 	}
-	CHECK(k.capacity[c] == ci->max_slots && k.budget == OPTION && pressure == 0,
-	      "capacity %u of %u, budget %llu", k.capacity[c], ci->max_slots,
-	      (unsigned long long)k.budget);
+	VCT_EXPECT(k.capacity[c] == ci->max_slots && k.budget == OPTION && pressure == 0,
+		   "capacity %u of %u, budget %llu", k.capacity[c], ci->max_slots,
+		   (unsigned long long)k.budget);
 }
 
 /* Classes a and b hold all of a budget that c cannot grow within; the window
@@ -141,16 +119,16 @@ static void case_steal(void)
 	misses[c] = 10;
 	struct vc_policy_step s = next(c, 0);
 	unsigned expect_b = 64 - vc_policy_grow_step(b);
-	CHECK(s.cls == b && s.capacity == expect_b, "steal {%u, %u}, expected {%u, %u}", s.cls,
-	      s.capacity, b, expect_b);
+	VCT_EXPECT(s.cls == b && s.capacity == expect_b, "steal {%u, %u}, expected {%u, %u}", s.cls,
+		   s.capacity, b, expect_b);
 	vc_policy_set(&k, s.cls, s.capacity);
 	vc_policy_note_stolen(&k, s.cls);
-	CHECK(k.stolen[b / 64] & (1ull << (b % 64)), "class %u marked robbed", b);
+	VCT_EXPECT(k.stolen[b / 64] & (1ull << (b % 64)), "class %u marked robbed", b);
 	s = next(c, 1);
-	CHECK(s.cls == c && s.capacity == vc_policy_grow_step(c),
-	      "after the steal: step {%u, %u}, expected c grows to %u", s.cls, s.capacity,
-	      vc_policy_grow_step(c));
-	CHECK(pressure == 0 && k.budget != 2 * OPTION, "no thrashing counted");
+	VCT_EXPECT(s.cls == c && s.capacity == vc_policy_grow_step(c),
+		   "after the steal: step {%u, %u}, expected c grows to %u", s.cls, s.capacity,
+		   vc_policy_grow_step(c));
+	VCT_EXPECT(pressure == 0 && k.budget != 2 * OPTION, "no thrashing counted");
 
 	/* Budget spent and nobody to take from (only c holds capacity). */
 	fresh(OPTION);
@@ -158,7 +136,7 @@ static void case_steal(void)
 	k.budget = k.bytes;
 	misses[c] = 10;
 	s = next(c, 0);
-	CHECK(s.cls == 0, "no victim: step {%u, %u}", s.cls, s.capacity);
+	VCT_EXPECT(s.cls == 0, "no victim: step {%u, %u}", s.cls, s.capacity);
 }
 
 static void case_no_steal(void)
@@ -168,7 +146,7 @@ static void case_no_steal(void)
 	spent(a, b, c);
 	misses[a] = misses[b] = misses[c] = 7;
 	struct vc_policy_step s = next(c, 0);
-	CHECK(s.cls == 0, "equal misses: step {%u, %u}", s.cls, s.capacity);
+	VCT_EXPECT(s.cls == 0, "equal misses: step {%u, %u}", s.cls, s.capacity);
 
 	/* The least-missing class is outside the window. */
 	spent(a, b, c);
@@ -180,7 +158,7 @@ static void case_no_steal(void)
 	misses[far] = 0;
 	misses[c] = 10;
 	s = next(c, 0);
-	CHECK(s.cls == b, "window: victim %u, expected %u (not %u, outside)", s.cls, b, far);
+	VCT_EXPECT(s.cls == b, "window: victim %u, expected %u (not %u, outside)", s.cls, b, far);
 
 	/* At most VC_STEAL_MAX steals per miss. */
 	spent(a, b, c);
@@ -188,13 +166,13 @@ static void case_no_steal(void)
 	misses[b] = 1;
 	misses[c] = 10;
 	s = next(c, VC_STEAL_MAX - 1);
-	CHECK(s.cls == a || s.cls == b, "steal %u: step to class %u", VC_STEAL_MAX - 1, s.cls);
+	VCT_EXPECT(s.cls == a || s.cls == b, "steal %u: step to class %u", VC_STEAL_MAX - 1, s.cls);
 	spent(a, b, c);
 	misses[a] = 1;
 	misses[b] = 1;
 	misses[c] = 10;
 	s = next(c, VC_STEAL_MAX);
-	CHECK(s.cls == 0, "steal %u: step {%u, %u}", VC_STEAL_MAX, s.cls, s.capacity);
+	VCT_EXPECT(s.cls == 0, "steal %u: step {%u, %u}", VC_STEAL_MAX, s.cls, s.capacity);
 }
 
 static void case_pressure(void)
@@ -206,26 +184,27 @@ static void case_pressure(void)
 	uint64_t spent_budget = k.budget;
 	/* Not robbed: not thrashing. */
 	next(c, 0);
-	CHECK(pressure == 0 && k.budget == spent_budget, "pressure %u without a steal", pressure);
+	VCT_EXPECT(pressure == 0 && k.budget == spent_budget, "pressure %u without a steal",
+		   pressure);
 	for (unsigned i = 1; i < VC_BUDGET_PRESSURE; i++) {
 		vc_policy_note_stolen(&k, c);
 		next(c, 0);
 	}
-	CHECK(pressure == VC_BUDGET_PRESSURE - 1 && k.budget == spent_budget,
-	      "after %u thrashing misses: pressure %u, budget %llu", VC_BUDGET_PRESSURE - 1,
-	      pressure, (unsigned long long)k.budget);
-	CHECK(!(k.stolen[c / 64] & (1ull << (c % 64))), "the robbed mark is consumed");
+	VCT_EXPECT(pressure == VC_BUDGET_PRESSURE - 1 && k.budget == spent_budget,
+		   "after %u thrashing misses: pressure %u, budget %llu", VC_BUDGET_PRESSURE - 1,
+		   pressure, (unsigned long long)k.budget);
+	VCT_EXPECT(!(k.stolen[c / 64] & (1ull << (c % 64))), "the robbed mark is consumed");
 	vc_policy_note_stolen(&k, c);
 	struct vc_policy_step s = next(c, 0);
-	CHECK(pressure == 0 && k.budget == 2 * spent_budget, "at %u: pressure %u, budget %llu",
-	      VC_BUDGET_PRESSURE, pressure, (unsigned long long)k.budget);
-	CHECK(s.cls == c, "the doubled budget lets class %u grow (step to %u)", c, s.cls);
+	VCT_EXPECT(pressure == 0 && k.budget == 2 * spent_budget, "at %u: pressure %u, budget %llu",
+		   VC_BUDGET_PRESSURE, pressure, (unsigned long long)k.budget);
+	VCT_EXPECT(s.cls == c, "the doubled budget lets class %u grow (step to %u)", c, s.cls);
 
 	/* Under the budget, a robbed class's miss is no thrashing, and keeps its mark. */
 	vc_policy_note_stolen(&k, c);
 	next(c, 0);
-	CHECK(pressure == 0 && (k.stolen[c / 64] & (1ull << (c % 64))),
-	      "under budget: pressure %u", pressure);
+	VCT_EXPECT(pressure == 0 && (k.stolen[c / 64] & (1ull << (c % 64))),
+		   "under budget: pressure %u", pressure);
 
 	/* Doubling stops at VC_BUDGET_GROWTH times the option. */
 	fresh(OPTION);
@@ -238,11 +217,11 @@ static void case_pressure(void)
 			next(c, 0);
 		}
 		want = want * 2 > (uint64_t)OPTION * VC_BUDGET_GROWTH ? want : want * 2;
-		CHECK(k.budget == want, "round %d: budget %llu, expected %llu", round,
-		      (unsigned long long)k.budget, (unsigned long long)want);
+		VCT_EXPECT(k.budget == want, "round %d: budget %llu, expected %llu", round,
+			   (unsigned long long)k.budget, (unsigned long long)want);
 	}
-	CHECK(k.budget == (uint64_t)OPTION * VC_BUDGET_GROWTH, "budget %llu, the cap is %llu",
-	      (unsigned long long)k.budget, (unsigned long long)OPTION * VC_BUDGET_GROWTH);
+	VCT_EXPECT(k.budget == (uint64_t)OPTION * VC_BUDGET_GROWTH, "budget %llu, the cap is %llu",
+		   (unsigned long long)k.budget, (unsigned long long)OPTION * VC_BUDGET_GROWTH);
 }
 
 static void case_halving(void)
@@ -252,28 +231,29 @@ static void case_halving(void)
 	misses[d] = 101;
 	for (unsigned i = 1; i < VC_MISS_HALVING; i++)
 		vc_policy_count_miss(misses, c);
-	CHECK(misses[c] == VC_MISS_HALVING - 1 && misses[d] == 101, "before: %u, %u", misses[c],
-	      misses[d]);
+	VCT_EXPECT(misses[c] == VC_MISS_HALVING - 1 && misses[d] == 101, "before: %u, %u",
+		   misses[c], misses[d]);
 	vc_policy_count_miss(misses, c);
-	CHECK(misses[c] == VC_MISS_HALVING / 2 && misses[d] == 50, "after: %u, %u", misses[c],
-	      misses[d]);
+	VCT_EXPECT(misses[c] == VC_MISS_HALVING / 2 && misses[d] == 50, "after: %u, %u", misses[c],
+		   misses[d]);
 }
 
 static void case_locked(void)
 {
 	fresh(OPTION);
 	unsigned c = vc_class_of(4096), step = vc_policy_grow_step(c);
-	CHECK(vc_policy_locked_grow(&k, c) == step, "first miss: %u", vc_policy_locked_grow(&k, c));
+	VCT_EXPECT(vc_policy_locked_grow(&k, c) == step, "first miss: %u",
+		   vc_policy_locked_grow(&k, c));
 	vc_policy_set(&k, c, step);
 	k.budget = k.bytes + (uint64_t)step * vc_classes[c].size - 1;
-	CHECK(vc_policy_locked_grow(&k, c) == step, "a step that does not fit: %u",
-	      vc_policy_locked_grow(&k, c));
+	VCT_EXPECT(vc_policy_locked_grow(&k, c) == step, "a step that does not fit: %u",
+		   vc_policy_locked_grow(&k, c));
 	k.budget += 1;
-	CHECK(vc_policy_locked_grow(&k, c) == 2 * step, "a step that fits exactly: %u",
-	      vc_policy_locked_grow(&k, c));
+	VCT_EXPECT(vc_policy_locked_grow(&k, c) == 2 * step, "a step that fits exactly: %u",
+		   vc_policy_locked_grow(&k, c));
 	k.budget = UINT64_MAX / 2;
 	vc_policy_set(&k, c, vc_classes[c].max_slots - 1);
-	CHECK(vc_policy_locked_grow(&k, c) == vc_classes[c].max_slots, "clipped at max_slots");
+	VCT_EXPECT(vc_policy_locked_grow(&k, c) == vc_classes[c].max_slots, "clipped at max_slots");
 }
 
 int main(void)
@@ -286,10 +266,6 @@ int main(void)
 	case_pressure();
 	case_halving();
 	case_locked();
-	if (failures) {
-		fprintf(stderr, "policy-unit: %d checks failed\n", failures);
-		return 1;
-	}
-	printf("policy-unit: ok\n");
-	return 0;
+	printf("policy-unit: step, growth, steal, no steal, pressure, halving, locked\n");
+	return vct_exit();
 }
