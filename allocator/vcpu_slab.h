@@ -104,13 +104,56 @@ bool vc_slab_resize(struct vc_rseq_abi *rs, uint32_t idx, unsigned c, unsigned c
 /* Push objs[0..n) of class c into the cache of the id the thread runs as (batch
  * critical sections, the id re-read after each abort); returns how many went in.
  * Stops early when the stack is full or the thread has no usable id. */
-unsigned vc_slab_fill(struct vc_rseq_abi *rs, unsigned c, void *const *objs,
-		      unsigned n) VC_HIDDEN;
+static inline unsigned vc_slab_fill(struct vc_rseq_abi *rs, unsigned c, void *const *objs,
+				    unsigned n)
+{
+#if VC_RSEQ_NO_CRITICAL_SECTIONS
+	(void)rs, (void)c, (void)objs, (void)n;
+	return 0;
+#else
+	const int ix = vc_g.rseq_index;
+	unsigned done = 0;
+	while (done < n) {
+		uint32_t idx = vc_rseq_read_index(rs, ix);
+		if (idx >= vc_g.nvcpus)
+			break;
+		char *region = vc_vcpu_region(idx);
+		uint32_t pushed = 0;
+		int r = vc_rseq_push_batch(ix, rs, idx, vc_vcpu_header(region, c), region,
+					   objs + done, n - done, &pushed);
+		if (r > 0)
+			break;
+		if (r == 0)
+			done += pushed;
+	}
+	return done;
+#endif
+}
+
 /* Take up to n objects off the top of class c's stack on the id the thread runs as,
  * to spill (one batch critical section). Returns false when the thread has no
  * usable id, true otherwise (whether or not the section committed). */
-bool vc_slab_spill_top(struct vc_rseq_abi *rs, unsigned c, unsigned n,
-		       vc_slab_spill_fn spill) VC_HIDDEN;
+static inline bool vc_slab_spill_top(struct vc_rseq_abi *rs, unsigned c, unsigned n,
+				     vc_slab_spill_fn spill)
+{
+#if VC_RSEQ_NO_CRITICAL_SECTIONS
+	(void)rs, (void)c, (void)n, (void)spill;
+	return false;
+#else
+	const int ix = vc_g.rseq_index;
+	uint32_t idx = vc_rseq_read_index(rs, ix);
+	if (idx >= vc_g.nvcpus)
+		return false;
+	char *region = vc_vcpu_region(idx);
+	void *buf[VC_BATCH_MAX];
+	uint32_t got = 0;
+	if (n > VC_BATCH_MAX)
+		n = VC_BATCH_MAX;
+	if (vc_rseq_pop_batch(ix, rs, idx, vc_vcpu_header(region, c), region, buf, n, &got) == 0)
+		spill(c, buf, got);
+	return true;
+#endif
+}
 
 /* ---- fallback mode: the same headers under the lock, plain loads and stores ---- */
 
