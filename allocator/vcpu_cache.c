@@ -459,7 +459,7 @@ static void drain_finish(uint32_t idx)
  * rseq modes only with the fence. */
 static bool can_stop_others(void)
 {
-	return vc_g.mode == VCMALLOC_INDEX_FALLBACK || vc_rseq_info_.fence;
+	return vc_g.mode == VCMALLOC_INDEX_FALLBACK || vc_rseq_has_fence();
 }
 
 /* Drain the vCPUs of idx[0..n) (n <= VC_DRAIN_GROUP, increasing: the locks are

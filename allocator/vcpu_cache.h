@@ -16,7 +16,7 @@
 
 static inline struct vc_rseq_abi *vc_fast_area(void)
 {
-	return (struct vc_rseq_abi *)(vc_rseq_thread_pointer() + vc_rseq_info_.area_offset);
+	return vc_rseq_area_unchecked();
 }
 
 /* The NUMA node the calling thread runs on, as the heap numbers nodes: 0 with one

@@ -91,14 +91,27 @@ static inline char *vc_rseq_thread_pointer(void)
 #endif
 }
 
+/* This thread's rseq area at the process's offset, without registering it: what
+ * vc_rseq_area returns when glibc registered every thread. Hot paths read it
+ * directly and leave the registration to their slow paths (vc_rseq_area). */
+static inline struct vc_rseq_abi *vc_rseq_area_unchecked(void)
+{
+	return (struct vc_rseq_abi *)(vc_rseq_thread_pointer() + vc_rseq_info_.area_offset);
+}
+
 /* This thread's registered rseq area, or NULL when rseq is unusable here. */
 static inline struct vc_rseq_abi *vc_rseq_area(void)
 {
-	struct vc_rseq_abi *a =
-	    (struct vc_rseq_abi *)(vc_rseq_thread_pointer() + vc_rseq_info_.area_offset);
+	struct vc_rseq_abi *a = vc_rseq_area_unchecked();
 	if (__builtin_expect(vc_rseq_info_.owner == VC_RSEQ_OWNER_GLIBC, 1))
 		return a;
 	return vc_rseq_area_slow();
+}
+
+/* vc_rseq_fence works in this process (membarrier private-expedited-rseq). */
+static inline bool vc_rseq_has_fence(void)
+{
+	return vc_rseq_info_.fence;
 }
 
 /* Raw read of an index field of an area; values >= possible CPUs mean "not usable". */
