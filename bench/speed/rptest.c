@@ -7,6 +7,7 @@
  * the 8th batch in a row, which is posted whole to the next thread's mailbox and
  * freed by that thread: 1/8 of all frees are remote, in batch-sized runs.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,8 +73,12 @@ static void *rp_main(void *arg)
 	}
 	t->ops = (RING_BATCHES + t->steps) * BATCH;
 	atomic_fetch_add(t->finished, 1);
-	while (atomic_load(t->finished) < t->threads)
+	/* Yield while waiting: under a real-time policy (chrt -f) with more threads
+	 * than CPUs, a spinning thread would keep the unfinished ones off the CPU. */
+	while (atomic_load(t->finished) < t->threads) {
 		free_chain(mailbox_take_all(&t->boxes[t->index]), &t->checksum);
+		sched_yield();
+	}
 	free_chain(mailbox_take_all(&t->boxes[t->index]), &t->checksum);
 	for (int b = 0; b < RING_BATCHES; b++)
 		rp_release(t, t->ring[b], 0);

@@ -11,6 +11,7 @@
  * next thread's mailbox instead of being freed, and that thread frees it (a remote
  * free).  Threads drain their mailbox every 32 steps.
  */
+#include <sched.h>
 #include <stdlib.h>
 
 #include "speed.h"
@@ -58,8 +59,12 @@ static void churn(struct churner *c)
 	if (next_box) {
 		/* Blocks can arrive until every thread has left its loop. */
 		atomic_fetch_add(c->finished, 1);
-		while (atomic_load(c->finished) < c->threads)
+		/* Yield while waiting: under a real-time policy (chrt -f) with more threads
+		 * than CPUs, a spinning thread would keep the unfinished ones off the CPU. */
+		while (atomic_load(c->finished) < c->threads) {
 			free_chain(mailbox_take_all(&c->boxes[c->index]), &c->checksum);
+			sched_yield();
+		}
 		free_chain(mailbox_take_all(&c->boxes[c->index]), &c->checksum);
 	}
 	for (int i = 0; i < SLOTS; i++) {
