@@ -174,15 +174,22 @@ static VC_NOINLINE void free_small_slow(unsigned c, void *p, unsigned node)
 }
 
 /* p is the start of an object of class c, node `node`, in a span whose tag key is
- * tag_key: check its free tag, tag it, cache it. */
-static inline void free_small(unsigned c, unsigned node, uint64_t tag_key, void *p,
-			      const char *func)
+ * tag_key and whose page entry's local_lanes is `local_lanes`: check its free tag,
+ * tag it, cache it (or hand it to remote_free.c when this thread's lane is not
+ * local to the span; the id is read here as a hint: the push reads it again). */
+static inline void free_small(unsigned c, unsigned node, uint64_t tag_key,
+			      unsigned local_lanes, void *p, const char *func)
 {
 	uint64_t tag = (uint64_t)(uintptr_t)p ^ tag_key;
 	uint64_t *w = p;
 	if (VC_UNLIKELY(w[1] == tag))
 		vc_report("double free", func, p);
 	w[1] = tag;
+	uint32_t id = vc_rseq_read_index(vc_fast_area(), VC_RSEQ_INDEX_MM_CID);
+	if (VC_UNLIKELY(!((local_lanes >> (id % VC_CENTRAL_LANES)) & 1))) {
+		vc_remote_free(c, p, node);
+		return;
+	}
 	if (VC_LIKELY(vc_cache_push(c, p, node)))
 		return;
 	free_small_slow(c, p, node);
@@ -227,7 +234,8 @@ static VC_NOINLINE void free_checked(void *p, const char *func)
 		vc_report("invalid pointer (freed before any allocation)", func, p);
 	switch (classify(p, func, &sp, &h)) {
 	case VC_KIND_SMALL:
-		free_small(sp->sizeclass, sp->node, sp->tag_key, p, func);
+		free_small(sp->sizeclass, sp->node, sp->tag_key,
+			   vc_local_lanes(sp->lane, vc_classes[sp->sizeclass].size), p, func);
 		return;
 	case VC_KIND_LARGE:
 		free_large(sp);
@@ -246,7 +254,7 @@ void vc_free(void *p)
 	/* The common case inline: a small object in a segment, at an object start. */
 	const struct vc_page_entry *e = small_entry(p, 0);
 	if (VC_LIKELY(e != NULL)) {
-		free_small(e->sizeclass, e->node, e->tag_key, p, "free");
+		free_small(e->sizeclass, e->node, e->tag_key, e->local_lanes, p, "free");
 		return;
 	}
 	if (p == NULL)
@@ -286,7 +294,7 @@ void vc_free_sized(void *p, size_t n, size_t align)
 	 * reported by the checked path below. */
 	const struct vc_page_entry *e = small_entry(p, n);
 	if (VC_LIKELY(e != NULL)) {
-		free_small(e->sizeclass, e->node, e->tag_key, p, "free_sized");
+		free_small(e->sizeclass, e->node, e->tag_key, e->local_lanes, p, "free_sized");
 		return;
 	}
 	if (!p)

@@ -271,11 +271,13 @@ void vc_init_slow(void)
 							   : VC_RSEQ_INDEX_CPU_ID;
 	vc_g.numa_cache = vc_g.nnodes > 1 && vc_g.opt.numa && ri->has_node_id &&
 			  vc_g.mode != VCMALLOC_INDEX_FALLBACK;
+	vc_g.remote_lanes = vc_g.mode == VCMALLOC_INDEX_VCPU && !vc_g.numa_cache;
 	vc_sizeclass_init();
 	vc_registry_init();
 	vc_pageheap_init();
 	vc_central_init();
 	vc_cache_init();
+	vc_remote_init();
 	int fast = vc_g.mode == VCMALLOC_INDEX_FALLBACK ? VC_FAST_NONE
 			: (vc_g.mode == VCMALLOC_INDEX_VCPU ? VC_FAST_MM_CID : VC_FAST_CPU_ID) +
 			      (vc_g.numa_cache ? 2 : 0);

@@ -3,8 +3,8 @@
  *   os_linux.c -> segment.c (registry, segments, huge blocks) -> pageheap.c (spans)
  *   -> central.c (transfer arrays, span free lists) -> vcpu_cache.c (per-vCPU caches,
  *   reclaim; over vcpu_slab.c, the regions and their stack words, and vcpu_policy.c,
- *   the capacity policy) -> alloc.c (malloc family) -> override.c / override_new.cc
- *   (symbols).
+ *   the capacity policy), remote_free.c (frees from another lane) -> alloc.c
+ *   (malloc family) -> override.c / override_new.cc (symbols).
  *   init.c, options.c, stats.c and check.c serve all layers; compat_*.c export
  *   jemalloc's, tcmalloc's and glibc's non-standard entry points over alloc.c and
  *   stats.c.
@@ -98,6 +98,8 @@ struct vc_global {
 				       hit paths' one test for both the mode and the id */
 	int mode;                   /* enum vcmalloc_index */
 	bool numa_cache;            /* vCPU caches are node-tagged */
+	bool remote_lanes;          /* remote_free.c's lane test is on (mm_cid, no node
+				       tags): set once at start-up, before any span */
 	int rseq_index;             /* VC_RSEQ_INDEX_MM_CID or _CPU_ID in rseq modes */
 	uint32_t nvcpus;            /* possible CPUs: size of the vCPU id space */
 	uint32_t nnodes;
@@ -268,6 +270,24 @@ static inline uint64_t vc_tag(const void *p, const struct vc_span *sp)
 {
 	return (uint64_t)(uintptr_t)p ^ sp->tag_key;
 }
+
+/* ---- remote_free.c: frees from another lane of objects that share cache lines ---- */
+/* Objects of classes below this size share cache lines with their neighbours. */
+#define VC_REMOTE_MAX_SIZE 128
+/* The page entry's local_lanes of a SMALL span of lane `lane` and class size
+ * `size`: every lane for large classes and outside the common mode. */
+static inline uint8_t vc_local_lanes(unsigned lane, uint32_t size)
+{
+	return vc_g.remote_lanes && size < VC_REMOTE_MAX_SIZE
+		       ? (uint8_t)(1u << (lane % VC_CENTRAL_LANES))
+		       : 0xff;
+}
+void vc_remote_init(void) VC_HIDDEN;
+/* p (of class c, node `node`, tagged free) was freed by a thread running as an id of
+ * another lane than its span's. */
+void vc_remote_free(unsigned c, void *p, unsigned node) VC_HIDDEN;
+/* idx's vCPU lock held: its buffered remote frees to central. */
+void vc_remote_flush_locked(uint32_t idx) VC_HIDDEN;
 
 /* ---- vcpu_cache.c: per-vCPU caches ---- */
 void vc_cache_init(void) VC_HIDDEN;

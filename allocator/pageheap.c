@@ -41,6 +41,7 @@ void vc_span_publish(struct vc_span *sp)
 		.tag_key = sp->tag_key,
 		.span_offset = (uint32_t)sp->first_page << VC_PAGE_SHIFT,
 		.node = sp->node,
+		.local_lanes = 0xff,
 	};
 	if (sp->state == VC_SPAN_SMALL) {
 		const struct vc_class_info *ci = &vc_classes[sp->sizeclass];
@@ -49,6 +50,7 @@ void vc_span_publish(struct vc_span *sp)
 		e.objects = 0; /* none carved yet (central.c raises it) */
 		e.shift = ci->shift;
 		e.sizeclass = sp->sizeclass;
+		e.local_lanes = vc_local_lanes(sp->lane, ci->size);
 	}
 	for (unsigned i = 0; i < sp->npages; i++)
 		s->entries[sp->first_page + i] = e;

@@ -141,7 +141,8 @@ struct vc_page_entry {
 	uint8_t shift;         /* SMALL: the class's shift */
 	uint8_t sizeclass;     /* SMALL: the class; else 0 */
 	uint8_t node;
-	uint8_t reserved;
+	uint8_t local_lanes;   /* SMALL: bit l set when a free from lane l keeps the object
+				  in its cache; others take remote_free.c's path */
 };
 _Static_assert(sizeof(struct vc_page_entry) == 32, "page entries are 32 bytes, two per line");
 

@@ -429,6 +429,7 @@ static bool drain_stop(uint32_t idx)
 static void drain_move_objects(uint32_t idx)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	vc_remote_flush_locked(idx);
 	vc_slab_take(idx, vc_central_insert);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
 		v->locked.cap.capacity[c] = 0;

@@ -52,6 +52,9 @@
  *                          free of the last 48 B object of a fresh block's span: an
  *                          object start that no cache has seen yet
  * Double frees across the layers:
+ *   double-free-remote     a 48 B block allocated by a thread on CPU 1 that keeps
+ *                          running, freed twice by main on CPU 0 (the first free
+ *                          goes to the remote-free buffer)
  *   double-free-reused-thread
  *                          free(p) in main; a second thread allocates blocks of
  *                          p's size until it gets p, frees them; then free(p).
@@ -89,6 +92,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -187,6 +191,48 @@ static void double_free_thread(void)
 	VCT_CHECK(pthread_join(t, NULL) == 0, "pthread_join");
 	committing("double-free-thread");
 	free(vct_launder(p));
+}
+
+/* A thread on CPU 1 allocates a 48 B block and keeps running; the main thread, on
+ * CPU 0 and running too, frees it twice. Two running threads run as different vCPU
+ * ids (an id is unique among running threads only), so the first free is one from
+ * another lane than the block's span: the block waits in a buffer
+ * (allocator/remote_free.c), not in a cache, and the second free must still see it. */
+static _Atomic(char *) remote_block;
+static atomic_int remote_done;
+
+static void *allocate_and_run(void *arg)
+{
+	(void)arg;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(1, &set);
+	(void)sched_setaffinity(0, sizeof(set), &set);
+	char *p = malloc(48);
+	VCT_CHECK(p != NULL, "malloc(48)");
+	memset(p, 3, 48);
+	atomic_store(&remote_block, p);
+	while (!atomic_load(&remote_done))
+		; /* running, not sleeping: keeps its id */
+	return NULL;
+}
+
+static void double_free_remote(void)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	(void)sched_setaffinity(0, sizeof(set), &set);
+	pthread_t t;
+	VCT_CHECK(pthread_create(&t, NULL, allocate_and_run, NULL) == 0, "pthread_create");
+	char *p;
+	while ((p = atomic_load(&remote_block)) == NULL)
+		;
+	free(p);
+	committing("double-free-remote");
+	free(vct_launder(p));
+	atomic_store(&remote_done, 1);
+	VCT_CHECK(pthread_join(t, NULL) == 0, "pthread_join");
 }
 
 static void need_free_sized(void)
@@ -533,6 +579,8 @@ int main(int argc, char **argv)
 		double_free_huge_reused();
 	else if (!strcmp(c, "double-free-delayed"))
 		double_free_delayed();
+	else if (!strcmp(c, "double-free-remote"))
+		double_free_remote();
 	else if (!strcmp(c, "double-free-thread"))
 		double_free_thread();
 	else if (!strcmp(c, "double-free-sized"))
