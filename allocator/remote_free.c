@@ -70,7 +70,7 @@ void vc_remote_flush_locked(uint32_t idx)
 		return;
 	struct vc_remote_buffer *b = &buffers[idx];
 	/* Never-used buffers are never touched (their page may not be mapped yet). */
-	if (__atomic_load_n(&vc_g.vcpus[idx].populated, __ATOMIC_RELAXED) && b->count > 0)
+	if (__atomic_load_n(&vc_g.vcpus[idx].populated, __ATOMIC_ACQUIRE) && b->count > 0)
 		flush(b);
 }
 
