@@ -14,8 +14,8 @@
  * of the cache. The object waits in a small per-vCPU buffer, and a full buffer
  * goes to the central lists, class by class: the object is handed out again from
  * there, by a refill that takes its span's lane first (central.c). Only classes
- * below VC_REMOTE_MAX_SIZE take this path: larger objects share at most their
- * first and last lines with a neighbour. Outside the common mode (mm_cid without
+ * up to VC_REMOTE_MAX_SIZE (a cache line) take this path: larger objects share at
+ * most their first and last lines with a neighbour. Outside the common mode (mm_cid without
  * node tags) every lane is local (vc_local_lanes).
  *
  * Invariants: the buffer of id i is used only while i is populated and only under
