@@ -195,11 +195,13 @@ struct vc_class_info {
 } __attribute__((aligned(64)));
 
 /* Central free lists of one (node, class). The transfer array holds at most the
- * class's transfer_cap objects (<= VC_TRANSFER_CAP, about 256 KiB of objects).
+ * class's transfer_cap objects (<= VC_TRANSFER_CAP, about 256 KiB of objects; none
+ * above VC_TRANSFER_MAX_SIZE, see sizeclass.c).
  * The headers of a node's classes are packed together, each starting a cache line
  * (no two classes' locks share a line), apart from the transfer arrays (see
  * central.c). */
 #define VC_TRANSFER_CAP 128
+#define VC_TRANSFER_MAX_SIZE ((uint32_t)16 << 10) /* larger classes have no transfer array */
 /* Lanes of a central list: vCPU id modulo this picks the lane whose spans it
  * carves (central.c). */
 #define VC_CENTRAL_LANES 8
