@@ -280,7 +280,9 @@ struct vc_vcpu {
 		uint64_t header_sum;  /* hash of the header words at the previous scan */
 	} scan;
 	/* Relaxed atomics, taken without a lock: counted by the thread running as the
-	 * id on its slow paths; zeroed by populate and drain (lock held). */
+	 * id on its slow paths, with a relaxed load and store (vc_id_counter_add: no
+	 * locked instruction, an update may be lost); zeroed by populate and drain
+	 * (lock held). */
 	struct {
 		uint32_t slow_events;     /* misses and overflows */
 		uint32_t pressure;        /* thrashing misses (vcpu_policy.c) since the

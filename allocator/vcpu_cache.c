@@ -38,7 +38,6 @@ static uint64_t last_reclaim_ms; /* start of the last scan (written under reclai
  * and in the child). */
 static uint64_t *ids_used;
 static vc_lock_t ids_lock = VC_LOCK_INIT;
-static uint32_t slow_counter;
 
 void vc_cache_init(void)
 {
@@ -208,9 +207,9 @@ static void adapt_capacity(struct vc_rseq_abi *rs, uint32_t idx, unsigned c)
 
 static void count_slow_event(struct vc_vcpu *v, unsigned c)
 {
-	__atomic_fetch_add(&v->counters.slow_events, 1, __ATOMIC_RELAXED);
+	uint32_t events = vc_id_counter_add(&v->counters.slow_events, 1);
 	vc_policy_count_miss(v->counters.misses, c);
-	if (vc_config_stats && (__atomic_add_fetch(&slow_counter, 1, __ATOMIC_RELAXED) & 1023) == 0)
+	if (vc_config_stats && (events & 1023) == 0)
 		note_peak((uint32_t)(v - vc_g.vcpus));
 }
 

@@ -31,7 +31,7 @@ void vc_policy_set(struct vc_capacity *k, unsigned c, unsigned cap)
 
 void vc_policy_count_miss(uint32_t misses[VC_NUM_CLASSES], unsigned c)
 {
-	uint32_t m = __atomic_add_fetch(&misses[c], 1, __ATOMIC_RELAXED);
+	uint32_t m = vc_id_counter_add(&misses[c], 1);
 	if (m < VC_MISS_HALVING)
 		return;
 	/* Halve every class's history so capacity follows recent misses. */
@@ -56,7 +56,7 @@ void vc_policy_note_stolen(struct vc_capacity *k, unsigned victim)
 /* One more thrashing miss; the budget doubles at the threshold. */
 static void note_pressure(struct vc_capacity *k, uint32_t *pressure, uint64_t option_bytes)
 {
-	if (__atomic_add_fetch(pressure, 1, __ATOMIC_RELAXED) < VC_BUDGET_PRESSURE)
+	if (vc_id_counter_add(pressure, 1) < VC_BUDGET_PRESSURE)
 		return;
 	__atomic_store_n(pressure, 0, __ATOMIC_RELAXED);
 	uint64_t max = option_bytes * VC_BUDGET_GROWTH;

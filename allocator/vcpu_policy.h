@@ -55,7 +55,7 @@ void vc_policy_reset(struct vc_capacity *k, uint64_t option_bytes) VC_HIDDEN;
 /* Bookkeeping of a capacity change that was applied to the region. */
 void vc_policy_set(struct vc_capacity *k, unsigned c, unsigned cap) VC_HIDDEN;
 
-/* One miss of class c (relaxed atomics: the thread running as the id counts
+/* One miss of class c (vc_id_counter_add: the thread running as the id counts
  * without the lock). */
 void vc_policy_count_miss(uint32_t misses[VC_NUM_CLASSES], unsigned c) VC_HIDDEN;
 
