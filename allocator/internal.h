@@ -46,6 +46,7 @@ struct vc_test_hooks {
 	uint64_t clock_offset_ms;  /* added to vc_os_now_ms() */
 	void (*tick_due)(void);    /* reclaim tick found due, before taking its lock */
 	void (*tick_scan)(void);   /* reclaim scan, reclaim lock held */
+	void (*region_release)(void); /* a drained region's release begun, no lock held */
 };
 extern struct vc_test_hooks vc_test_hooks VC_HIDDEN;
 #define VC_TEST_HOOK(name) (vc_test_hooks.name ? vc_test_hooks.name() : (void)0)

@@ -252,6 +252,14 @@ struct vc_capacity {
 					      succeeded; fallback: always) */
 };
 
+/* struct vc_vcpu's releasing: where the release of a drained region stands
+ * (vcpu_cache.c's release_region). */
+enum vc_release_state {
+	VC_RELEASE_NONE = 0,
+	VC_RELEASE_DUE = 1,     /* drained; nobody has begun the release */
+	VC_RELEASE_RUNNING = 2, /* a thread is releasing the pages, unlocked */
+};
+
 /* State of one vCPU cache (array indexed by vCPU id, vcpu_cache.c), in groups by
  * who writes them; each group's rule is stated on it, exceptions on the field. */
 struct vc_vcpu {
@@ -259,6 +267,10 @@ struct vc_vcpu {
 	uint8_t populated;          /* the region is open (vcpu_slab.h): changed under
 				       `lock` with release stores, read with acquire
 				       loads everywhere, the lock held or not */
+	uint8_t releasing;          /* enum vc_release_state (vcpu_cache.c): the
+				       drained region's pages are due to go, or going,
+				       back to the OS with no lock held; it is not
+				       opened before that is over. Under `lock` */
 	/* Written under `lock` (populate, drain, node move, resizes, fallback mode). */
 	struct {
 		uint8_t node;       /* node of the cached objects; slow paths read it

@@ -83,21 +83,87 @@ static VC_NOINLINE void open_locked(uint32_t idx, unsigned node)
 			    __atomic_add_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED));
 }
 
-/* Lock held: open idx's region unless it is open (every fallback operation asks). */
-static inline void populate_locked(uint32_t idx, unsigned node)
+/* A drained region's pages go back to the OS after its locks are dropped (issue:
+ * no release system call under an allocator lock): drain_finish marks the region
+ * DUE, and release_region, called with no lock held, moves it DUE -> RUNNING under
+ * the lock, releases the pages unlocked, and ends it under the lock. The region stays
+ * stopped (its stop words, or zero once released) and unpopulated meanwhile: nothing
+ * opens it, so the release cannot wipe the headers of an open region. Slow paths
+ * that find their id's region not open work with the central lists directly. */
+/* Regions marked DUE and not yet taken by a releaser: lets release_due_regions
+ * return at once when there are none. */
+static uint32_t releases_due;
+
+static uint8_t release_state(const struct vc_vcpu *v)
 {
+	return __atomic_load_n(&v->releasing, __ATOMIC_RELAXED);
+}
+
+/* No lock held: give idx's region back to the OS if it is DUE. */
+static void release_region(uint32_t idx)
+{
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	vc_lock(&v->lock);
+	if (release_state(v) != VC_RELEASE_DUE) {
+		vc_unlock(&v->lock);
+		return;
+	}
+	__atomic_store_n(&v->releasing, VC_RELEASE_RUNNING, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&releases_due, 1, __ATOMIC_RELAXED);
+	vc_unlock(&v->lock);
+	VC_TEST_HOOK(region_release);
+	vc_slab_release(idx);
+	vc_lock(&v->lock);
+	__atomic_store_n(&v->releasing, VC_RELEASE_NONE, __ATOMIC_RELAXED);
+	vc_unlock(&v->lock);
+}
+
+/* No lock held: release every DUE region (after a reclaim scan or a drain). */
+static void release_due_regions(void)
+{
+	if (__atomic_load_n(&releases_due, __ATOMIC_RELAXED) == 0)
+		return;
+	uint32_t bound = __atomic_load_n(&populated_bound, __ATOMIC_ACQUIRE);
+	for (uint32_t idx = 0; idx < bound; idx++)
+		if (release_state(&vc_g.vcpus[idx]) == VC_RELEASE_DUE)
+			release_region(idx);
+}
+
+/* Lock held: open idx's region unless it is open or its release is not over (every
+ * fallback operation asks). Returns whether the region is open. */
+static inline bool populate_locked(uint32_t idx, unsigned node)
+{
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	/* Relaxed: the lock orders it against the stores of other lock holders. */
-	if (VC_UNLIKELY(!__atomic_load_n(&vc_g.vcpus[idx].populated, __ATOMIC_RELAXED)))
-		open_locked(idx, node);
+	if (VC_LIKELY(__atomic_load_n(&v->populated, __ATOMIC_RELAXED)))
+		return true;
+	if (release_state(v) != VC_RELEASE_NONE)
+		return false;
+	open_locked(idx, node);
+	return true;
+}
+
+/* No lock held: lock idx, finishing a release its last drain left due, and open its
+ * region. True with the lock held and the region open; false with the lock free
+ * when another thread is still releasing the region. */
+static bool lock_populated(uint32_t idx, unsigned node)
+{
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	claim_id(idx);
+	if (VC_UNLIKELY(release_state(v) == VC_RELEASE_DUE))
+		release_region(idx);
+	vc_lock(&v->lock);
+	if (VC_LIKELY(populate_locked(idx, node)))
+		return true;
+	vc_unlock(&v->lock);
+	return false;
 }
 
 static void populate(uint32_t idx, unsigned node)
 {
-	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	claim_id(idx);
-	vc_lock(&v->lock);
-	populate_locked(idx, node);
-	vc_unlock(&v->lock);
+	if (!lock_populated(idx, node))
+		return;
+	vc_unlock(&vc_g.vcpus[idx].lock);
 	note_peak(idx);
 }
 
@@ -257,10 +323,12 @@ static void *fallback_alloc(unsigned c)
 {
 	uint32_t idx = fallback_shard();
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	claim_id(idx);
-	vc_lock(&v->lock);
-	populate_locked(idx, vc_current_node());
 	void *p;
+	if (!lock_populated(idx, vc_current_node())) {
+		/* The shard's region is being released: central serves this one. */
+		__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
+		return vc_central_remove(vc_current_node(), c, idx, &p, 1) ? p : NULL;
+	}
 	bool missed = false;
 	if (!vc_slab_locked_pop(idx, c, &p)) {
 		missed = true;
@@ -288,9 +356,11 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 {
 	uint32_t idx = fallback_shard();
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	claim_id(idx);
-	vc_lock(&v->lock);
-	populate_locked(idx, vc_current_node());
+	if (!lock_populated(idx, vc_current_node())) {
+		__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
+		vc_central_insert(c, &p, 1);
+		return;
+	}
 	if (v->locked.node != node) {
 		/* Another node's object goes home. */
 		vc_unlock(&v->lock);
@@ -437,7 +507,8 @@ static void drain_move_objects(uint32_t idx)
 	v->locked.cap.bytes = 0;
 }
 
-/* Phase 2 of a reclaim: objects out, region released, unlocks. */
+/* Phase 2 of a reclaim: objects out, the region's release due (release_region does
+ * it once every lock is dropped), unlocks. */
 static void drain_finish(uint32_t idx)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
@@ -446,7 +517,8 @@ static void drain_finish(uint32_t idx)
 		__atomic_store_n(&v->locked.high_water[c], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&v->locked.touched[0], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&v->locked.touched[1], 0, __ATOMIC_RELAXED);
-	vc_slab_release(idx);
+	__atomic_store_n(&v->releasing, VC_RELEASE_DUE, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&releases_due, 1, __ATOMIC_RELAXED);
 	forget_peak_sample(v);
 	__atomic_store_n(&v->populated, 0, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED);
@@ -563,6 +635,7 @@ int vc_cache_reclaim(bool force)
 	vc_lock(&reclaim_lock);
 	int drained = reclaim_scan(force);
 	vc_unlock(&reclaim_lock);
+	release_due_regions();
 	return drained;
 }
 
@@ -583,6 +656,7 @@ int vc_cache_drain_current(void)
 	vc_lock(&reclaim_lock);
 	int drained = drain_group(&idx, 1);
 	vc_unlock(&reclaim_lock);
+	release_due_regions();
 	return drained;
 }
 
@@ -608,6 +682,7 @@ void vc_cache_tick(void)
 	if (tick_due(vc_os_now_ms()))
 		reclaim_scan(false);
 	vc_unlock(&reclaim_lock);
+	release_due_regions();
 }
 
 /* Fork: the reclaim lock, ids_lock (no id can be claimed until the fork is over)
@@ -630,8 +705,15 @@ void vc_cache_unlock_all(bool child)
 {
 	void (*release)(vc_lock_t *) = child ? vc_lock_init : vc_unlock;
 	for (uint32_t w = 0; w < (vc_g.nvcpus + 63) / 64; w++)
-		for (uint64_t bits = ids_used[w]; bits; bits &= bits - 1)
-			release(&vc_g.vcpus[w * 64 + (uint32_t)__builtin_ctzll(bits)].lock);
+		for (uint64_t bits = ids_used[w]; bits; bits &= bits - 1) {
+			struct vc_vcpu *v = &vc_g.vcpus[w * 64 + (uint32_t)__builtin_ctzll(bits)];
+			/* A release another thread had begun is the child's to do again. */
+			if (child && release_state(v) == VC_RELEASE_RUNNING) {
+				v->releasing = VC_RELEASE_DUE;
+				releases_due++;
+			}
+			release(&v->lock);
+		}
 	release(&ids_lock);
 	release(&reclaim_lock);
 }

@@ -18,7 +18,7 @@
  *    |                    |  | resize: the thread      |   | take (lock, after the
  *    |                    +--+ running as the id,      |   | fence): objects out,
  *    |                         lock held               |   v headers stay stopped
- *    |        release (lock): pages to the OS          | stopped, empty
+ *    |        release: pages to the OS, no lock held   | stopped, empty
  *    +-------------------------------------------------+---+
  *             or clear (lock): headers to zero, pages kept (a node move)
  *
@@ -33,7 +33,9 @@
  *            commit, and each `current` is final.
  * A region goes from stopped to zero only after a fence: a section that read a
  * stopped word fails whatever comes next, as every section reads its header with
- * one load. Only a zero region is opened. In fallback mode the lock alone stands
+ * one load. Only a zero region is opened. A release runs with no lock held, the
+ * region marked as releasing under the lock (vcpu_cache.c's release_region), so
+ * that nothing opens it before its pages are gone. In fallback mode the lock alone stands
  * for the fence: no critical section runs there.
  */
 #ifndef VC_VCPU_SLAB_H
@@ -89,7 +91,8 @@ bool vc_slab_stop(uint32_t idx) VC_HIDDEN;
 void vc_slab_fence(const uint32_t *ids, unsigned n) VC_HIDDEN;
 /* stopped (fenced) -> stopped, empty: each class's objects to spill. */
 void vc_slab_take(uint32_t idx, vc_slab_spill_fn spill) VC_HIDDEN;
-/* stopped, empty -> zero, with the pages given back to the OS. */
+/* stopped, empty -> zero, with the pages given back to the OS. The one lifecycle
+ * step without idx's lock: the caller keeps the region from being opened meanwhile. */
 void vc_slab_release(uint32_t idx) VC_HIDDEN;
 /* stopped, empty -> zero, the pages kept (to be opened again at once). */
 void vc_slab_clear(uint32_t idx) VC_HIDDEN;
