@@ -244,9 +244,10 @@ void vc_central_flush(void)
 	}
 }
 
-/* Called by the reclaim tick: transfer arrays untouched since the previous tick go
- * back to their spans, so that memory a program stopped using can reach the page
- * heap and, after the decay, the OS. A busy central (lock held) is left alone. */
+/* Called with each reclaim tick and by vcmalloc_reclaim (maintenance.c): transfer
+ * arrays untouched since the previous call go back to their spans, so that memory a
+ * program stopped using can reach the page heap and, after the decay, the OS. A
+ * busy central (lock held) is left alone. */
 void vc_central_trim_idle(void)
 {
 	for (unsigned node = 0; node < vc_g.nnodes; node++) {

@@ -308,8 +308,9 @@ void vc_cache_init(void) VC_HIDDEN;
 void *vc_cache_alloc_slow(unsigned c) VC_HIDDEN;
 void vc_cache_free_slow(unsigned c, void *p, unsigned node) VC_HIDDEN;
 int vc_cache_reclaim(bool force) VC_HIDDEN;
-/* The reclaim tick, when half a reclaim period has passed (maintenance.c). */
-void vc_cache_tick(void) VC_HIDDEN;
+/* The reclaim tick, when half a reclaim period has passed (maintenance.c): true
+ * when this call scanned (the period's other periodic work is then due). */
+bool vc_cache_tick(void) VC_HIDDEN;
 /* Drain the cache of the vCPU id this thread runs as now; 1 if it was drained. */
 int vc_cache_drain_current(void) VC_HIDDEN;
 void vc_cache_lock_all(void) VC_HIDDEN;

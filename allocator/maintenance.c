@@ -65,7 +65,8 @@ static void run_due_work(bool every_batch)
 	uint64_t now = vc_os_now_ms();
 	vc_pageheap_maintain(now, every_batch);
 	vc_huge_maybe_decay(now);
-	vc_cache_tick();
+	if (vc_cache_tick())
+		vc_central_trim_idle(); /* the tick's period: transfer arrays idle since the last */
 }
 
 void vc_maintain(void)
@@ -162,6 +163,7 @@ void vcmalloc_release_free_memory(void)
 int vcmalloc_reclaim(int force)
 {
 	int drained = vc_cache_reclaim(force != 0);
+	vc_central_trim_idle();
 	vc_huge_maybe_decay(vc_os_now_ms());
 	return drained;
 }

@@ -625,7 +625,6 @@ static int reclaim_scan(bool force)
 	}
 	if (n)
 		drained += drain_group(group, n);
-	vc_central_trim_idle();
 	return drained;
 }
 
@@ -672,17 +671,19 @@ static bool tick_due(uint64_t now)
  * lock, reading the clock again: a thread that found the tick due before another
  * one scanned finds it not due any more, so a vCPU is drained only after two whole
  * idle half-periods, never after two scans back to back. */
-void vc_cache_tick(void)
+bool vc_cache_tick(void)
 {
 	if (!tick_due(vc_os_now_ms()))
-		return;
+		return false;
 	VC_TEST_HOOK(tick_due);
 	if (!vc_lock_try(&reclaim_lock))
-		return;
-	if (tick_due(vc_os_now_ms()))
+		return false;
+	bool scanned = tick_due(vc_os_now_ms());
+	if (scanned)
 		reclaim_scan(false);
 	vc_unlock(&reclaim_lock);
 	release_due_regions();
+	return scanned;
 }
 
 /* Fork: the reclaim lock, ids_lock (no id can be claimed until the fork is over)
