@@ -219,10 +219,7 @@ static int ctl_arena_purge(struct io *io)
 		vc_release_free_memory(VC_RELEASE_WITH_CACHES);
 		return 0;
 	}
-	/* One node: the central lists are shared by the nodes' spans, so they are
-	 * flushed whole; then that node's free pages go back. */
-	vc_central_flush();
-	vc_pageheap_decay((unsigned)a, true);
+	vc_release_node_free_memory((unsigned)a);
 	return 0;
 }
 

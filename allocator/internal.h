@@ -147,6 +147,9 @@ void vc_maintenance_after_fork_child(void) VC_HIDDEN;
  * drains every vCPU cache first. Called with no allocator lock held. */
 enum vc_release { VC_RELEASE_FREE, VC_RELEASE_WITH_CACHES };
 void vc_release_free_memory(enum vc_release what) VC_HIDDEN;
+/* The same for one node's page heap: the central lists (shared by the nodes' spans)
+ * flushed whole, then that node's free pages to the OS. */
+void vc_release_node_free_memory(unsigned node) VC_HIDDEN;
 
 /* ---- sizeclass.c ---- */
 extern struct vc_class_info vc_classes[VC_NUM_CLASSES] VC_HIDDEN;

@@ -31,8 +31,9 @@
  * objects cached there reach their spans too. The public calls (malloc_trim,
  * vcmalloc_release_free_memory, tcmalloc's ReleaseFreeMemory) release what is free;
  * the out-of-memory retry (alloc.c), a crowd of threads gone (init.c) and
- * mallctl's arena.<all>.purge release the caches too. No lock is held by the
- * caller, and each layer makes its system calls with its own locks dropped.
+ * mallctl's arena.<all>.purge release the caches too; arena.<i>.purge releases
+ * one node's pages (vc_release_node_free_memory). No lock is held by the caller,
+ * and each layer makes its system calls with its own locks dropped.
  *
  * Invariants: the thread never allocates (its stack and TLS are the C library's),
  * blocks every signal (process-directed signals go to the program's threads), and
@@ -153,6 +154,14 @@ void vc_release_free_memory(enum vc_release what)
 	for (unsigned n = 0; n < vc_g.nnodes; n++)
 		vc_pageheap_decay(n, true);
 	vc_huge_release_all();
+}
+
+void vc_release_node_free_memory(unsigned node)
+{
+	vc_ensure_init();
+	vc_central_flush();
+	if (node < vc_g.nnodes)
+		vc_pageheap_decay(node, true);
 }
 
 void vcmalloc_release_free_memory(void)
