@@ -74,13 +74,16 @@ void vc_sizeclass_init(void)
 		uint32_t batch = (32u << 10) / ci->size;
 		ci->batch = batch < 2 ? 2 : batch > VC_BATCH_MAX ? VC_BATCH_MAX : batch;
 		/* Central transfer array: about 256 KiB of objects, at least one batch;
-		 * none above 16 KiB. Objects that large go straight back to their spans,
+		 * none above 64 KiB. Objects that large go straight back to their spans,
 		 * so a span whose objects all came back returns to the page heap, where
 		 * any class or large block reuses its (resident) pages. With a batch of
-		 * them held per class, a string grown by realloc through the ~30 classes
-		 * between 16 and 256 KiB left one or two blocks of each in the arrays:
-		 * 3.4 MiB resident that nothing reused, 1150 more page faults than
-		 * tcmalloc in bench/speed's realloc (quick scale); 200 more without. */
+		 * them held per class, a string grown by realloc through the classes up
+		 * to 256 KiB left one or two blocks of each in the arrays: 3.4 MiB
+		 * resident that nothing reused, 3215 page faults in bench/speed's realloc
+		 * (quick scale; tcmalloc 2066), 2455 without them above 64 KiB. A lower
+		 * limit (16 KiB: 2288) raised footprint's `few` peak from 15 to 18 MiB:
+		 * its 16-64 KiB blocks then went through the page heap, which placed
+		 * their new spans on fresh pages. */
 		uint32_t tcap = (256u << 10) / ci->size;
 		ci->transfer_cap = tcap < ci->batch ? ci->batch : tcap > VC_TRANSFER_CAP ? VC_TRANSFER_CAP : tcap;
 		if (ci->size > VC_TRANSFER_MAX_SIZE)

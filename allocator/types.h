@@ -201,7 +201,7 @@ struct vc_class_info {
  * (no two classes' locks share a line), apart from the transfer arrays (see
  * central.c). */
 #define VC_TRANSFER_CAP 128
-#define VC_TRANSFER_MAX_SIZE ((uint32_t)16 << 10) /* larger classes have no transfer array */
+#define VC_TRANSFER_MAX_SIZE ((uint32_t)64 << 10) /* larger classes have no transfer array */
 /* Lanes of a central list: vCPU id modulo this picks the lane whose spans it
  * carves (central.c). */
 #define VC_CENTRAL_LANES 8
