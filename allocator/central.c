@@ -31,6 +31,11 @@
 #include "internal.h"
 #include "span_list.h"
 
+/* field += d for a counter that statistics read unlocked (stats.c: relaxed atomic
+ * loads): written only under the central lock, so a plain read and a relaxed store
+ * (what a plain += compiles to, but not a data race). */
+#define LOCKED_ADD(field, d) __atomic_store_n(&(field), (field) + (d), __ATOMIC_RELAXED)
+
 struct vc_central *vc_central_nodes[VC_MAX_NODES];
 
 /* One mapping per node: the class headers first (a few pages, written here, so that
@@ -140,7 +145,7 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 			if (!sp)
 				break;
 			vc_span_list_push(&ce->nonempty[lane], sp);
-			ce->free_objects += sp->capacity;
+			LOCKED_ADD(ce->free_objects, sp->capacity);
 		}
 		while (got < n && sp->free_list)
 			out[got++] = pop_free_list(sp);
@@ -150,8 +155,8 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 		if (!sp->free_list && sp->carved == sp->capacity)
 			vc_span_list_remove(&ce->nonempty[sp->lane], sp);
 	}
-	ce->free_objects -= got;
-	ce->span_out += got;
+	LOCKED_ADD(ce->free_objects, -(uint64_t)got);
+	LOCKED_ADD(ce->span_out, got);
 	return got;
 }
 
@@ -163,8 +168,9 @@ unsigned vc_central_remove(unsigned node, unsigned c, unsigned lane, void **out,
 	ce->ops++;
 	unsigned got = 0;
 	while (got < n && ce->transfer_count > 0) {
-		out[got++] = ce->transfer[--ce->transfer_count];
-		ce->free_objects--;
+		LOCKED_ADD(ce->transfer_count, -1u);
+		out[got++] = ce->transfer[ce->transfer_count];
+		LOCKED_ADD(ce->free_objects, -(uint64_t)1);
 	}
 	if (got < n)
 		got += take_from_spans(ce, node, c, lane, out + got, n - got);
@@ -180,13 +186,13 @@ static void give_to_span(struct vc_central *ce, struct vc_span *sp, void *p)
 	obj[0] = sp->free_list;
 	sp->free_list = obj;
 	sp->allocated--;
-	ce->free_objects++;
-	ce->span_out--;
+	LOCKED_ADD(ce->free_objects, 1);
+	LOCKED_ADD(ce->span_out, -(uint64_t)1);
 	if (!sp->in_list)
 		vc_span_list_push(&ce->nonempty[sp->lane], sp);
 	if (sp->allocated == 0) {
 		vc_span_list_remove(&ce->nonempty[sp->lane], sp);
-		ce->free_objects -= sp->capacity;
+		LOCKED_ADD(ce->free_objects, -(uint64_t)sp->capacity);
 		vc_pageheap_free(sp);
 	}
 }
@@ -212,8 +218,9 @@ void vc_central_insert(unsigned c, void *const *in, unsigned n)
 		ce->ops++;
 		for (; i < n && (one_node || object_node(in[i]) == node); i++) {
 			if (ce->transfer_count < cap) {
-				ce->transfer[ce->transfer_count++] = in[i];
-				ce->free_objects++;
+				ce->transfer[ce->transfer_count] = in[i];
+				LOCKED_ADD(ce->transfer_count, 1);
+				LOCKED_ADD(ce->free_objects, 1);
 			} else {
 				give_to_span(ce, vc_span_of(vc_segment_of(in[i]), in[i]), in[i]);
 			}
@@ -226,8 +233,9 @@ void vc_central_insert(unsigned c, void *const *in, unsigned n)
 static void flush_transfer(struct vc_central *ce)
 {
 	while (ce->transfer_count > 0) {
-		void *p = ce->transfer[--ce->transfer_count];
-		ce->free_objects--;
+		LOCKED_ADD(ce->transfer_count, -1u);
+		void *p = ce->transfer[ce->transfer_count];
+		LOCKED_ADD(ce->free_objects, -(uint64_t)1);
 		give_to_span(ce, vc_span_of(vc_segment_of(p), p), p);
 	}
 }
