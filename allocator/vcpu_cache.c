@@ -83,15 +83,16 @@ static VC_NOINLINE void open_locked(uint32_t idx, unsigned node)
 			    __atomic_add_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED));
 }
 
-/* A drained region's pages go back to the OS after its locks are dropped (issue:
- * no release system call under an allocator lock): drain_finish marks the region
- * DUE, and release_region, called with no lock held, moves it DUE -> RUNNING under
- * the lock, releases the pages unlocked, and ends it under the lock. The region stays
- * stopped (its stop words, or zero once released) and unpopulated meanwhile: nothing
- * opens it, so the release cannot wipe the headers of an open region. Slow paths
- * that find their id's region not open work with the central lists directly. */
-/* Regions marked DUE and not yet taken by a releaser: lets release_due_regions
- * return at once when there are none. */
+/* A drained region's pages go back to the OS after its locks are dropped (no
+ * release system call is made under an allocator lock): drain_finish marks the
+ * region DUE, and release_region, called with no lock held, moves it DUE -> RUNNING
+ * under the lock, releases the pages unlocked, and ends it under the lock. The region
+ * stays stopped (its stop words, or zero once released) and unpopulated meanwhile:
+ * nothing opens it, so the release cannot wipe the headers of an open region. Slow
+ * paths that find their id's region not open work with the central lists directly.
+ *
+ * releases_due: regions marked DUE and not yet taken by a releaser, so that
+ * release_due_regions returns at once when there are none. */
 static uint32_t releases_due;
 
 static uint8_t release_state(const struct vc_vcpu *v)
