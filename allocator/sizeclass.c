@@ -85,9 +85,11 @@ void vc_sizeclass_init(void)
 		 * its 16-64 KiB blocks then went through the page heap, which placed
 		 * their new spans on fresh pages. */
 		uint32_t tcap = (256u << 10) / ci->size;
-		ci->transfer_cap = tcap < ci->batch ? ci->batch : tcap > VC_TRANSFER_CAP ? VC_TRANSFER_CAP : tcap;
-		if (ci->size > VC_TRANSFER_MAX_SIZE)
-			ci->transfer_cap = 0;
+		if (tcap < ci->batch)
+			tcap = ci->batch;
+		if (tcap > VC_TRANSFER_CAP)
+			tcap = VC_TRANSFER_CAP;
+		ci->transfer_cap = ci->size > VC_TRANSFER_MAX_SIZE ? 0 : tcap;
 		/* Per-vCPU slots: up to 1024 objects or 2 MiB, at least 4 objects (a
 		 * tight loop of 1000 small blocks stays inside the cache). The byte
 		 * budget, not these limits, bounds what is actually held. */
