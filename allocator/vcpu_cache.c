@@ -299,6 +299,22 @@ static void stash(unsigned c, void **objs, unsigned n, unsigned node)
 		vc_central_insert(c, objs, n);
 }
 
+/* One object from central, or to it, past every vCPU cache, counted as a fallback
+ * operation: for a thread with no usable index, and in fallback mode for a shard
+ * whose region is being released. lane: as vc_central_remove's. */
+static void *uncached_alloc(unsigned c, unsigned lane)
+{
+	void *p;
+	__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
+	return vc_central_remove(vc_current_node(), c, lane, &p, 1) ? p : NULL;
+}
+
+static void uncached_free(unsigned c, void *p)
+{
+	__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
+	vc_central_insert(c, &p, 1);
+}
+
 /* ---- fallback mode: the same regions as locked shards ---- */
 
 static uint32_t fallback_shard(void)
@@ -325,11 +341,8 @@ static void *fallback_alloc(unsigned c)
 	uint32_t idx = fallback_shard();
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	void *p;
-	if (!lock_populated(idx, vc_current_node())) {
-		/* The shard's region is being released: central serves this one. */
-		__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
-		return vc_central_remove(vc_current_node(), c, idx, &p, 1) ? p : NULL;
-	}
+	if (!lock_populated(idx, vc_current_node()))
+		return uncached_alloc(c, idx); /* the shard's region is being released */
 	bool missed = false;
 	if (!vc_slab_locked_pop(idx, c, &p)) {
 		missed = true;
@@ -358,8 +371,7 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 	uint32_t idx = fallback_shard();
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	if (!lock_populated(idx, vc_current_node())) {
-		__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
-		vc_central_insert(c, &p, 1);
+		uncached_free(c, p); /* the shard's region is being released */
 		return;
 	}
 	if (v->locked.node != node) {
@@ -394,12 +406,9 @@ void *vc_cache_alloc_slow(unsigned c)
 		return fallback_alloc(c);
 	struct vc_rseq_abi *rs = vc_rseq_area();
 	uint32_t idx = rs ? vc_rseq_read_index(rs, vc_g.rseq_index) : UINT32_MAX;
+	if (idx >= vc_g.nvcpus)
+		return uncached_alloc(c, 0); /* no usable index in this thread */
 	void *buf[VC_BATCH_MAX];
-	if (idx >= vc_g.nvcpus) {
-		/* No usable index in this thread: go to central directly. */
-		__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
-		return vc_central_remove(vc_current_node(), c, 0, buf, 1) ? buf[0] : NULL;
-	}
 	/* The index may already be populated by a thread that ran as it before. */
 	void *p;
 	if (vc_cache_pop(c, &p))
@@ -437,8 +446,7 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
 	struct vc_rseq_abi *rs = vc_rseq_area();
 	uint32_t idx = rs ? vc_rseq_read_index(rs, vc_g.rseq_index) : UINT32_MAX;
 	if (idx >= vc_g.nvcpus) {
-		__atomic_fetch_add(&vc_cache_fallback_ops, 1, __ATOMIC_RELAXED);
-		vc_central_insert(c, &p, 1);
+		uncached_free(c, p); /* no usable index in this thread */
 		return;
 	}
 	if (vc_cache_push(c, p, node))
