@@ -22,6 +22,7 @@
  *      wait would hang until the alarm).
  */
 #include "internal.h"
+#include "hold.h"
 #include "vctest.h"
 
 #include <pthread.h>
@@ -29,25 +30,16 @@
 #include <string.h>
 
 static uint64_t half_period;
-static sem_t ready, go, held, release;
-static __thread int hold_here; /* 1: at tick_due, 2: at tick_scan */
+static sem_t ready, go;
+enum { AT_TICK_DUE = 1, AT_TICK_SCAN = 2 }; /* hold points */
 
-static void hold(int where)
-{
-	if (hold_here != where)
-		return;
-	hold_here = 0;
-	sem_post(&held);
-	while (sem_wait(&release) != 0)
-		;
-}
 static void at_tick_due(void)
 {
-	hold(1);
+	vct_hold_point(AT_TICK_DUE);
 }
 static void at_tick_scan(void)
 {
-	hold(2);
+	vct_hold_point(AT_TICK_SCAN);
 }
 
 static void *late_ticker(void *arg)
@@ -56,7 +48,7 @@ static void *late_ticker(void *arg)
 	sem_post(&ready);
 	while (sem_wait(&go) != 0)
 		;
-	hold_here = 1;
+	vct_hold_arm(AT_TICK_DUE);
 	vc_maintain();
 	return NULL;
 }
@@ -64,7 +56,7 @@ static void *late_ticker(void *arg)
 static void *scanner(void *arg)
 {
 	(void)arg;
-	hold_here = 2;
+	vct_hold_arm(AT_TICK_SCAN);
 	vct_vcmalloc()->reclaim(0);
 	return NULL;
 }
@@ -82,8 +74,7 @@ int main(void)
 	half_period = vc_g.opt.reclaim_ms / 2;
 	sem_init(&ready, 0, 0);
 	sem_init(&go, 0, 0);
-	sem_init(&held, 0, 0);
-	sem_init(&release, 0, 0);
+	vct_hold_init();
 	vc_test_hooks.tick_due = at_tick_due;
 	vc_test_hooks.tick_scan = at_tick_scan;
 
@@ -109,12 +100,11 @@ int main(void)
 	/* 2. The tick is due; L holds just after seeing so, the main thread ticks. */
 	advance_clock();
 	sem_post(&go);
-	while (sem_wait(&held) != 0)
-		;
+	vct_hold_wait();
 	vc_maintain();
 
 	/* 3. L goes on and must find the period taken. */
-	sem_post(&release);
+	vct_hold_release();
 	VCT_CHECK(pthread_join(late, NULL) == 0, "pthread_join");
 	vct_stats(&s1);
 	VCT_CHECK(s1.vcpu_reclaims == s0.vcpu_reclaims &&
@@ -135,8 +125,7 @@ int main(void)
 	/* 5. A scan in progress holds the reclaim lock; the tick is due. */
 	pthread_t scan;
 	VCT_CHECK(pthread_create(&scan, NULL, scanner, NULL) == 0, "pthread_create");
-	while (sem_wait(&held) != 0)
-		;
+	vct_hold_wait();
 	advance_clock();
 	vc_maintain();
 	/* Slow paths of classes not used yet, each ending with the tick. */
@@ -146,7 +135,7 @@ int main(void)
 		memset(q, 1, n);
 		free(q);
 	}
-	sem_post(&release);
+	vct_hold_release();
 	VCT_CHECK(pthread_join(scan, NULL) == 0, "pthread_join");
 
 	printf("reclaim_tick: ok\n");

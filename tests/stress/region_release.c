@@ -17,31 +17,23 @@
  *      paths open its region again.
  */
 #include "internal.h"
+#include "hold.h"
 #include "vctest.h"
 
 #include <pthread.h>
-#include <semaphore.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-static sem_t held, release;
-static __thread int hold_here;
-
 static void at_region_release(void)
 {
-	if (!hold_here)
-		return;
-	hold_here = 0;
-	sem_post(&held);
-	while (sem_wait(&release) != 0)
-		;
+	vct_hold_point(1);
 }
 
 static void *reclaimer(void *arg)
 {
 	(void)arg;
-	hold_here = 1;
+	vct_hold_arm(1);
 	vct_vcmalloc()->reclaim(1);
 	return NULL;
 }
@@ -85,8 +77,7 @@ int main(void)
 {
 	vct_start("region_release", 60);
 	VCT_CHECK(vct_under_vcmalloc(), "needs vcmalloc");
-	sem_init(&held, 0, 0);
-	sem_init(&release, 0, 0);
+	vct_hold_init();
 	vc_test_hooks.region_release = at_region_release;
 
 	/* 1. */
@@ -95,8 +86,7 @@ int main(void)
 	/* 2. */
 	pthread_t r;
 	VCT_CHECK(pthread_create(&r, NULL, reclaimer, NULL) == 0, "pthread_create");
-	while (sem_wait(&held) != 0)
-		;
+	vct_hold_wait();
 	unsigned open;
 	VCT_CHECK(count_state(VC_RELEASE_RUNNING, &open) == 1 && open == 0,
 		  "R is held inside a release: one region RUNNING and closed expected");
@@ -133,7 +123,7 @@ int main(void)
 		  "the child failed (status %#x)", status);
 
 	/* 4. */
-	sem_post(&release);
+	vct_hold_release();
 	VCT_CHECK(pthread_join(r, NULL) == 0, "pthread_join");
 	unsigned o1, o2;
 	VCT_CHECK(count_state(VC_RELEASE_RUNNING, &o1) + count_state(VC_RELEASE_DUE, &o2) == 0,
