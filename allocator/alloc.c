@@ -125,6 +125,9 @@ static VC_NOINLINE __attribute__((noreturn)) void bad_pointer(const void *p, con
 	if (kind == VC_UNIT_HUGE_FREED && (off & (off - 1)) == 0 &&
 	    (off == 0 || off >= VC_PAGE_SIZE))
 		vc_report("double free", func, p);
+	if (kind == VC_UNIT_SEGMENT_FREED)
+		vc_report("double free (or invalid pointer: its segment was returned to the OS)",
+			  func, p);
 	if (kind == VC_UNIT_SEGMENT) {
 		struct vc_span *sp = vc_span_of(vc_segment_of(p), p);
 		if (sp && (sp->state == VC_SPAN_FREE || sp->state == VC_SPAN_DECAYING))

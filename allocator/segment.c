@@ -63,7 +63,8 @@ struct vc_segment *vc_segment_map(unsigned node)
 void vc_segment_unmap(struct vc_segment *s)
 {
 	vc_lock(&vc_os_lock);
-	vc_registry_set(s, VC_UNIT_SIZE, VC_UNIT_FOREIGN, VC_UNIT_FOREIGN);
+	/* A later free of a block it held is then reported as a double free. */
+	vc_registry_set(s, VC_UNIT_SIZE, VC_UNIT_SEGMENT_FREED, VC_UNIT_SEGMENT_FREED);
 	vc_unlock(&vc_os_lock);
 	vc_os_unmap(s, VC_UNIT_SIZE);
 }

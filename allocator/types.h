@@ -87,6 +87,8 @@ enum vc_unit_kind {
 	VC_UNIT_HUGE_FREED = 4, /* a huge block here was freed (for double-free reports) */
 	VC_UNIT_HUGE_ALIGNED = 5, /* a huge object starts at this unit's base; its
 				     header is the last page of the unit before */
+	VC_UNIT_SEGMENT_FREED = 6, /* a segment here was unmapped (for double-free
+				      reports); reads like foreign otherwise */
 };
 
 /* DECAYING: a FREE span taken off the free lists while its pages go back to the OS
