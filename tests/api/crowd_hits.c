@@ -3,12 +3,13 @@
  *
  * The process is confined to (at most) two CPUs, so that its threads run as two
  * vCPU ids (mm_cid, or the two CPUs' ids). Two warm-up threads, one pinned to each
- * CPU, fill the caches of both ids with 64-byte objects and exit: they and the main
- * thread are three threads, too few for the rule. Then a crowd of CROWD threads
- * does malloc(64) / free pairs only (hits in the warm caches: no slow path), waits
- * until all are done, and exits. The rule must see a crowd of CROWD + 1 threads of
- * which one is left, and give the caches back: cached object bytes after the joins
- * at most a quarter of what they were. When the crowd's threads are not counted,
+ * CPU, fill the caches of both ids with 64-byte objects and block until the end
+ * (their exits would leave one thread, which gives the caches back by itself:
+ * allocator/init.c). Then a crowd of CROWD threads does malloc(64) / free pairs only
+ * (hits in the warm caches: no slow path), waits until all are done, and exits. The
+ * rule must see a crowd of CROWD + 3 threads of which three are left, and give the
+ * caches back: cached object bytes after the joins at most a quarter of what they
+ * were. When the crowd's threads are not counted,
  * nothing happens and the caches keep everything. In fallback mode, or where a
  * thread's first operation misses anyway (vcmalloc's own rseq registration), every
  * thread takes slow paths and the check holds either way. */
@@ -16,12 +17,14 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <string.h>
 
 enum { CROWD = 16, WARM_BLOCKS = 2000, PAIRS = 200 };
 
 static cpu_set_t pinned[2];
 static int ncpus;
+static sem_t warmed_up, leave;
 
 static void *warm(void *arg)
 {
@@ -33,6 +36,9 @@ static void *warm(void *arg)
 		VCT_CHECK((blocks[k] = malloc(64)) != NULL, "malloc");
 	for (int k = 0; k < WARM_BLOCKS; k++)
 		free(blocks[k]);
+	sem_post(&warmed_up);
+	while (sem_wait(&leave) != 0)
+		;
 	return NULL;
 }
 
@@ -68,12 +74,15 @@ int main(void)
 		}
 	VCT_CHECK(sched_setaffinity(0, sizeof two, &two) == 0, "sched_setaffinity");
 
-	pthread_t t[CROWD];
+	pthread_t t[CROWD], w[2];
+	sem_init(&warmed_up, 0, 0);
+	sem_init(&leave, 0, 0);
 	for (int i = 0; i < ncpus; i++)
-		VCT_CHECK(pthread_create(&t[i], NULL, warm, (void *)(uintptr_t)i) == 0,
+		VCT_CHECK(pthread_create(&w[i], NULL, warm, (void *)(uintptr_t)i) == 0,
 			  "pthread_create");
 	for (int i = 0; i < ncpus; i++)
-		VCT_CHECK(pthread_join(t[i], NULL) == 0, "pthread_join");
+		while (sem_wait(&warmed_up) != 0)
+			;
 	struct vcmalloc_stats warmed, after;
 	vct_stats(&warmed);
 	VCT_CHECK(warmed.vcpu_cache_object_bytes >= 64u * 256,
@@ -96,6 +105,10 @@ int main(void)
 		  "the crowd of %d threads left and the caches kept %llu of %llu bytes", CROWD,
 		  (unsigned long long)after.vcpu_cache_object_bytes,
 		  (unsigned long long)warmed.vcpu_cache_object_bytes);
+	for (int i = 0; i < ncpus; i++)
+		sem_post(&leave);
+	for (int i = 0; i < ncpus; i++)
+		VCT_CHECK(pthread_join(w[i], NULL) == 0, "pthread_join");
 	printf("crowd_hits: ok\n");
 	return 0;
 }

@@ -13,8 +13,9 @@
  *      then runs the tick: the second scan, one idle half period seen.
  *   3. L is let go. The period is taken: L must not scan again. A second scan right
  *      away would see a second idle half period and drain the cache that has been
- *      idle for one: the test requires vcpu_reclaims and the populated count to be
- *      unchanged.
+ *      idle for one (L stays alive until the end: the exit that leaves one thread
+ *      drains every cache, init.c): the test requires vcpu_reclaims and the
+ *      populated count to be unchanged.
  *   4. Control: after another half period the next tick drains the cache (so the
  *      check of step 3 can see a drain).
  *   5. Thread S is held inside a scan (hook tick_scan, reclaim lock held) while the
@@ -30,7 +31,7 @@
 #include <string.h>
 
 static uint64_t half_period;
-static sem_t ready, go;
+static sem_t ready, go, ticked, leave;
 enum { AT_TICK_DUE = 1, AT_TICK_SCAN = 2 }; /* hold points */
 
 static void at_tick_due(void)
@@ -50,6 +51,12 @@ static void *late_ticker(void *arg)
 		;
 	vct_hold_arm(AT_TICK_DUE);
 	vc_maintain();
+	/* Alive until the checks are over: a thread exit that leaves the process with
+	 * one thread gives every cache back (init.c), which would be a drain the checks
+	 * do not expect. */
+	sem_post(&ticked);
+	while (sem_wait(&leave) != 0)
+		;
 	return NULL;
 }
 
@@ -74,6 +81,8 @@ int main(void)
 	half_period = vc_g.opt.reclaim_ms / 2;
 	sem_init(&ready, 0, 0);
 	sem_init(&go, 0, 0);
+	sem_init(&ticked, 0, 0);
+	sem_init(&leave, 0, 0);
 	vct_hold_init();
 	vc_test_hooks.tick_due = at_tick_due;
 	vc_test_hooks.tick_scan = at_tick_scan;
@@ -105,7 +114,8 @@ int main(void)
 
 	/* 3. L goes on and must find the period taken. */
 	vct_hold_release();
-	VCT_CHECK(pthread_join(late, NULL) == 0, "pthread_join");
+	while (sem_wait(&ticked) != 0)
+		;
 	vct_stats(&s1);
 	VCT_CHECK(s1.vcpu_reclaims == s0.vcpu_reclaims &&
 		      s1.vcpu_caches_populated == s0.vcpu_caches_populated,
@@ -137,6 +147,8 @@ int main(void)
 	}
 	vct_hold_release();
 	VCT_CHECK(pthread_join(scan, NULL) == 0, "pthread_join");
+	sem_post(&leave);
+	VCT_CHECK(pthread_join(late, NULL) == 0, "pthread_join");
 
 	printf("reclaim_tick: ok\n");
 	return 0;
