@@ -10,6 +10,9 @@ import os
 from dataclasses import dataclass, field
 
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
+# arm64 guests: Debian's arm64 peer packages, unpacked by tests/vm/fetch-peers under
+# its root (this folder inside it), and staged at the same folder in the guest.
+ARM64_LIBDIR = "/usr/lib/aarch64-linux-gnu"
 
 
 @dataclass
@@ -37,17 +40,19 @@ class Allocator:
         return env
 
 
-def _mimalloc_library():
-    found = sorted(glob.glob(os.path.join(LIBDIR, "libmimalloc.so.[0-9]")))
-    return found[-1] if found else os.path.join(LIBDIR, "libmimalloc.so.2")
+def _mimalloc_library(libdir):
+    found = sorted(glob.glob(os.path.join(libdir, "libmimalloc.so.[0-9]")))
+    return found[-1] if found else os.path.join(libdir, "libmimalloc.so.2")
 
 
 def vcmalloc_library(build_dir):
     return os.path.join(os.path.abspath(build_dir), "allocator", "libvcmalloc.so")
 
 
-def all_allocators(build_dir):
-    """Every allocator the footprint comparison knows, in table order."""
+def all_allocators(build_dir, libdir=LIBDIR):
+    """Every allocator the footprint comparison knows, in table order.  libdir: where
+    the peers' libraries are (another architecture's for its guests: there a peer
+    counts as available if its library is in libdir; the guest names it by variable)."""
     vc = vcmalloc_library(build_dir)
     stats = {"VCMALLOC_STATS": "json"}
     return [
@@ -56,20 +61,20 @@ def all_allocators(build_dir):
         Allocator("vcmalloc-cpu", vc, {"VCMALLOC_INDEX": "cpu", **stats},
                   "VM_LIB_VCMALLOC", "vcmalloc"),
         Allocator("glibc", None, {}, None, "glibc"),
-        Allocator("jemalloc", os.path.join(LIBDIR, "libjemalloc.so.2"), {},
+        Allocator("jemalloc", os.path.join(libdir, "libjemalloc.so.2"), {},
                   "VM_LIB_JEMALLOC", "jemalloc"),
-        Allocator("jemalloc-percpu", os.path.join(LIBDIR, "libjemalloc.so.2"),
+        Allocator("jemalloc-percpu", os.path.join(libdir, "libjemalloc.so.2"),
                   {"MALLOC_CONF": "percpu_arena:percpu"}, "VM_LIB_JEMALLOC", "jemalloc"),
-        Allocator("mimalloc", _mimalloc_library(), {}, "VM_LIB_MIMALLOC", "mimalloc"),
-        Allocator("tcmalloc", os.path.join(LIBDIR, "libtcmalloc_minimal.so.4"), {},
+        Allocator("mimalloc", _mimalloc_library(libdir), {}, "VM_LIB_MIMALLOC", "mimalloc"),
+        Allocator("tcmalloc", os.path.join(libdir, "libtcmalloc_minimal.so.4"), {},
                   "VM_LIB_TCMALLOC_MINIMAL", "tcmalloc"),
     ]
 
 
-def select(build_dir, names=None):
+def select(build_dir, names=None, libdir=LIBDIR):
     """The allocators named (all if None) that exist here, and the names missing."""
     chosen, missing = [], []
-    for a in all_allocators(build_dir):
+    for a in all_allocators(build_dir, libdir):
         if names and a.name not in names:
             continue
         (chosen if a.available() else missing).append(a)

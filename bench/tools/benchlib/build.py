@@ -11,6 +11,12 @@ PACKAGES = ["meson", "ninja-build", "pkg-config", "gcc", "g++", "python3",
             "libbenchmark-dev", "libhwloc-dev", "libjemalloc-dev", "libmimalloc-dev",
             "libgoogle-perftools-dev", "util-linux", "python3-matplotlib"]
 VM_PACKAGES = ["qemu-system-x86", "busybox-static", "cpio"]
+# arm64 guests (run-footprint --arch arm64): qemu for arm64 (qemu-user lists the arm64
+# busybox's applets), the cross compiler and the cross C and C++ libraries the guest
+# programs and the peers run with.
+ARM64_VM_PACKAGES = ["qemu-system-arm", "qemu-user", "cpio", "gcc-aarch64-linux-gnu",
+                     "libc6-dev-arm64-cross", "libstdc++6-arm64-cross"]
+CROSS_FILES = {"arm64": os.path.join("tests", "cross", "aarch64-linux-gnu.ini")}
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
@@ -51,8 +57,10 @@ def install_packages(packages):
     return r.returncode == 0
 
 
-def build(build_dir, targets):
+def build(build_dir, targets, arch=None):
     """meson setup (if needed) + ninja for the targets; returns the targets built.
+    arch "arm64": a new build directory is set up as a cross build (release, without
+    the VM tests), as tests/vm/checks/suite-in-arm64-guest does.
 
     A target that fails to build (the allocator, say, while it is being written) is
     reported and left out, so the peers can still be measured.
@@ -60,7 +68,11 @@ def build(build_dir, targets):
     build_dir = os.path.abspath(build_dir)
     if not os.path.exists(os.path.join(build_dir, "build.ninja")):
         log(f"bench: meson setup {build_dir}")
-        r = subprocess.run(["meson", "setup", build_dir, REPO])
+        setup = ["meson", "setup", build_dir, REPO]
+        if arch in CROSS_FILES:
+            setup += ["--cross-file", os.path.join(REPO, CROSS_FILES[arch]),
+                      "-Dbuildtype=release", "-Dvm_tests=false"]
+        r = subprocess.run(setup)
         if r.returncode != 0:
             raise SystemExit("bench: meson setup failed")
     known = _ninja_targets(build_dir)

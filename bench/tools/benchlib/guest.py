@@ -63,9 +63,11 @@ def split_output(text):
 
 
 def run_guest(repo, vcmalloc_build, footprint, pick_cpus, machine, vcpus, nodes, mem, plan,
-              allocators, repeats, out_dir, timeout, threads_for=None):
+              allocators, repeats, out_dir, timeout, threads_for=None, arch="amd64"):
     """Boots one guest and runs plan = [(workload, placement, k, scale)] x allocators x
-    repeats, allocators interleaved.
+    repeats, allocators interleaved.  arch "arm64" boots an arm64 guest: footprint,
+    pick_cpus and the vcmalloc build must then be arm64 (or scripts), and the peers are
+    Debian's arm64 packages (run-guest --arch arm64 --with-peers).
 
     Returns (records, info) where info describes the guest or the harness failure."""
     run_guest_prog = harness(repo)
@@ -89,7 +91,7 @@ def run_guest(repo, vcmalloc_build, footprint, pick_cpus, machine, vcpus, nodes,
     # Booting emulated CPUs on a loaded host can take minutes: allow far more than the
     # harness's default before calling the boot failed.
     boot_timeout = 120 + 15 * vcpus
-    cmd = [run_guest_prog, "--smp", str(vcpus), "--nodes", str(nodes), "--mem", mem,
+    cmd = [run_guest_prog, "--arch", arch, "--smp", str(vcpus), "--nodes", str(nodes), "--mem", mem,
            "--timeout", str(timeout + boot_timeout), "--boot-timeout", str(boot_timeout),
            "--with-peers", "--output-dir", out_dir,
            # A slow emulated boot can fail the kernel's IO-APIC timer check and panic.
@@ -98,12 +100,12 @@ def run_guest(repo, vcmalloc_build, footprint, pick_cpus, machine, vcpus, nodes,
     if any(a.is_vcmalloc for a in allocators):
         cmd += ["--with-vcmalloc", os.path.abspath(vcmalloc_build)]
     cmd += ["--", *commands]
-    print(f"bench: guest {machine}: {vcpus} vCPUs, {nodes} node(s), {len(runs)} runs",
+    print(f"bench: guest {machine}: {arch}, {vcpus} vCPUs, {nodes} node(s), {len(runs)} runs",
           file=sys.stderr, flush=True)
     r = subprocess.run(cmd, capture_output=True, text=True)
     with open(os.path.join(out_dir, "run-guest.log"), "w") as f:
         f.write(r.stdout + "\n--- stderr ---\n" + r.stderr)
-    info = {"status": "ok" if r.returncode in (0, 1) else "failed", "vcpus": vcpus,
+    info = {"status": "ok" if r.returncode in (0, 1) else "failed", "arch": arch, "vcpus": vcpus,
             "nodes": nodes, "mem": mem, "harness_status": r.returncode}
     if r.returncode not in (0, 1):
         failed = [l for l in r.stderr.splitlines() if "FAILED" in l]
