@@ -6,7 +6,8 @@ A small results.json written here (figures chosen so that every overhead and rat
 is known) is re-rendered by bench/run-footprint --from-json; the test checks the
 overhead tables (text, Markdown, JSON: peak RSS, peak live, overhead, its ratio to
 the best peer, final RSS and its ratio to the smallest peer, the live-data limit
-row), that results older than the live-byte count still render, that the summary
+row), vcmalloc's per-vCPU over per-CPU cache bytes, that results older than the
+live-byte count still render, that the summary
 keeps its former keys, and that the plots exist as PNG and SVG, one panel per NUMA
 node count.  The same for run-speed's chart of time over the fastest peer.  Without
 matplotlib the scripts must say so and still write the tables; the table checks then
@@ -75,6 +76,15 @@ def results_doc():
         recs += [record(machine, "few", "all", "vcmalloc-vcpu", 10 + 1 * scale, 10, 3, 2),
                  record(machine, "few", "all", "jemalloc", 10 + 50 * scale, 10, 9, 2),
                  record(machine, "few", "all", "glibc", 10 + 20 * scale, 10, 5, 2)]
+    # vm-16-n2 with both cache index modes: vcpu 0.5 MiB in 4 caches, cpu 2 MiB in 16.
+    for rec in recs:
+        if rec["machine"] == "vm-16-n2" and rec["allocator"] == "vcmalloc-vcpu":
+            rec["vcmalloc_stats"] = {"vcpu_cache_bytes_peak": MIB // 2,
+                                     "vcpu_caches_populated_peak": 4}
+    cpu_mode = record("vm-16-n2", "few", "all", "vcmalloc-cpu", 12, 10, 3, 2)
+    cpu_mode["vcmalloc_stats"] = {"vcpu_cache_bytes_peak": 2 * MIB,
+                                  "vcpu_caches_populated_peak": 16}
+    recs.append(cpu_mode)
     machines = {"host": {"kind": "host", "vcpus": 2, "nodes": 1, "description": "host"}}
     for name in ("vm-16-n1", "vm-64-n1", "vm-16-n2", "vm-64-n2"):
         cpus, nodes = name[3:].split("-n")
@@ -129,6 +139,17 @@ def check_footprint_tables(out):
           f"JSON overhead row of jemalloc: {j}")
     check(rows.get(("host", "live data (limit)"), {}).get("overhead") == 0,
           "JSON limit row missing")
+    ratio = [r for r in doc.get("cache_ratio", []) if r["machine"] == "vm-16-n2"]
+    check(len(ratio) == 1 and ratio[0]["vcpu"] == MIB // 2 and ratio[0]["cpu"] == 2 * MIB
+          and math.isclose(ratio[0]["ratio"], 0.25) and ratio[0]["vcpu_caches"] == 4 and
+          ratio[0]["cpu_caches"] == 16 and len(doc.get("cache_ratio", [])) == 1,
+          f"JSON cache ratio: {doc.get('cache_ratio')}")
+    line = next((l for l in text.splitlines() if l.split()[:3] == ["vm-16-n2", "few", "all"]),
+                "")
+    check(line.split()[3:] == ["0.5", "2.00", "0.250", "4", "/", "16"],
+          f"text cache ratio row: {line!r}")
+    check("| vm-16-n2 | few | all | 0.5 | 2.00 | 0.250 | 4 / 16 |" in md,
+          "report.md lacks the cache ratio row of vm-16-n2")
     summary = {(s["machine"], s["allocator"]): s for s in doc["summary"]}
     for key in ("peak_rss", "final_rss", "ops_per_sec", "cache_peak", "runs", "failed"):
         check(key in summary.get(("host", "glibc"), {}), f"summary lost its key {key}")

@@ -89,6 +89,38 @@ MEASURES = [
 ]
 
 
+CACHE_RATIO_HEADERS = ["machine", "workload", "placement", "vcpu mode, MiB", "cpu mode, MiB",
+                       "vCPU/CPU", "caches at peak (vcpu / cpu)"]
+
+
+def cache_ratio_rows(summary, machines):
+    """vcmalloc's peak per-vCPU cache bytes over its peak per-CPU cache bytes, per
+    machine, workload and placement where both modes ran: [dict] with vcpu, cpu (bytes),
+    ratio (None where the cpu figure is missing or 0) and the caches populated at peak."""
+    out = []
+    for m in machines:
+        for w, p in configurations(summary, m):
+            v = summary.get((m, w, p, VCMALLOC))
+            c = summary.get((m, w, p, VCMALLOC_CPU))
+            if v is None or c is None:
+                continue
+            vb, cb = v.get("cache_peak"), c.get("cache_peak")
+            out.append(dict(machine=m, workload=w, placement=p, vcpu=vb, cpu=cb,
+                            ratio=vb / cb if vb is not None and cb else None,
+                            vcpu_caches=v.get("caches_populated_peak"),
+                            cpu_caches=c.get("caches_populated_peak")))
+    return out
+
+
+def cache_ratio_table(rows):
+    """(headers, cells) of cache_ratio_rows, for tables.markdown or tables.text."""
+    return CACHE_RATIO_HEADERS, [
+        [r["machine"], r["workload"], r["placement"], _fmt(r["vcpu"], MIB, 2),
+         _fmt(r["cpu"], MIB, 2), "–" if r["ratio"] is None else f"{r['ratio']:.3f}",
+         f"{_fmt(r['vcpu_caches'], 1, 0)} / {_fmt(r['cpu_caches'], 1, 0)}"]
+        for r in rows]
+
+
 def configurations(summary, machine):
     seen = []
     for (m, w, p, _a) in summary:
