@@ -25,12 +25,15 @@ def harness(repo):
 
 
 def guest_command(footprint, pick_cpus, workload, placement, k, allocator, scale, repeat,
-                  threads=None):
+                  threads=None, run_timeout=0):
     assign = []
     if allocator.library:
         assign.append(f"LD_PRELOAD=${allocator.guest_var}")
     assign += [f"{key}={shlex.quote(value)}" for key, value in allocator.env.items()]
-    run = ["env", *assign, footprint, "--workload", workload, "--scale", str(scale),
+    # A run past run_timeout seconds is killed (busybox timeout; status 137), so that
+    # one run that never ends does not hold up the rest of the guest's runs.
+    limit = ["timeout", "-s", "KILL", str(run_timeout)] if run_timeout else []
+    run = [*limit, "env", *assign, footprint, "--workload", workload, "--scale", str(scale),
            "--seed", str(repeat + 1)]
     if threads:
         run += ["--threads", str(threads)]
@@ -63,11 +66,13 @@ def split_output(text):
 
 
 def run_guest(repo, vcmalloc_build, footprint, pick_cpus, machine, vcpus, nodes, mem, plan,
-              allocators, repeats, out_dir, timeout, threads_for=None, arch="amd64"):
+              allocators, repeats, out_dir, timeout, threads_for=None, arch="amd64",
+              run_timeout=0):
     """Boots one guest and runs plan = [(workload, placement, k, scale)] x allocators x
     repeats, allocators interleaved.  arch "arm64" boots an arm64 guest: footprint,
     pick_cpus and the vcmalloc build must then be arm64 (or scripts), and the peers are
-    Debian's arm64 packages (run-guest --arch arm64 --with-peers).
+    Debian's arm64 packages (run-guest --arch arm64 --with-peers).  run_timeout: limit
+    of one run in seconds (0: none).
 
     Returns (records, info) where info describes the guest or the harness failure."""
     run_guest_prog = harness(repo)
@@ -86,7 +91,7 @@ def run_guest(repo, vcmalloc_build, footprint, pick_cpus, machine, vcpus, nodes,
                 threads = threads_for(workload) if threads_for else None
                 runs.append((workload, placement, a, repeat))
                 commands.append(guest_command(footprint, pick_cpus, workload, placement, k,
-                                              a, scale, repeat, threads))
+                                              a, scale, repeat, threads, run_timeout))
     os.makedirs(out_dir, exist_ok=True)
     # Booting emulated CPUs on a loaded host can take minutes: allow far more than the
     # harness's default before calling the boot failed.
@@ -122,6 +127,8 @@ def run_guest(repo, vcmalloc_build, footprint, pick_cpus, machine, vcpus, nodes,
         rec = make_record(machine, workload, placement, a.name, repeat, int(status),
                           stdout, stderr)
         rec["placement_cpus"] = cpus
+        if run_timeout and int(status) == 137:
+            rec["error"] = f"killed at the run limit of {run_timeout} s ({rec['error']})"
         records.append(rec)
     return records, info
 
