@@ -9,8 +9,8 @@
  * (hits in the warm caches: no slow path), waits until all are done, and exits. The
  * rule must see a crowd of CROWD + 3 threads of which three are left, and give the
  * caches back: cached object bytes after the joins at most a quarter of what they
- * were. When the crowd's threads are not counted,
- * nothing happens and the caches keep everything. In fallback mode, or where a
+ * were. When the crowd's threads are not counted, nothing happens and the caches
+ * keep everything. In fallback mode, or where a
  * thread's first operation misses anyway (vcmalloc's own rseq registration), every
  * thread takes slow paths and the check holds either way. */
 #include "vctest.h"
@@ -37,8 +37,7 @@ static void *warm(void *arg)
 	for (int k = 0; k < WARM_BLOCKS; k++)
 		free(blocks[k]);
 	sem_post(&warmed_up);
-	while (sem_wait(&leave) != 0)
-		;
+	vct_sem_wait(&leave);
 	return NULL;
 }
 
@@ -81,8 +80,7 @@ int main(void)
 		VCT_CHECK(pthread_create(&w[i], NULL, warm, (void *)(uintptr_t)i) == 0,
 			  "pthread_create");
 	for (int i = 0; i < ncpus; i++)
-		while (sem_wait(&warmed_up) != 0)
-			;
+		vct_sem_wait(&warmed_up);
 	struct vcmalloc_stats warmed, after;
 	vct_stats(&warmed);
 	VCT_CHECK(warmed.vcpu_cache_object_bytes >= 64u * 256,

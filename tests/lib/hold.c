@@ -1,18 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* tests/lib/hold.c - see hold.h. */
 #include "hold.h"
+#include "vctest.h"
 
-#include <errno.h>
 #include <semaphore.h>
 
 static sem_t held, released;
 static __thread int armed; /* the hold point this thread stops at, 0: none */
-
-static void wait_for(sem_t *s)
-{
-	while (sem_wait(s) != 0 && errno == EINTR)
-		;
-}
 
 void vct_hold_init(void)
 {
@@ -31,12 +25,12 @@ void vct_hold_point(int where)
 		return;
 	armed = 0;
 	sem_post(&held);
-	wait_for(&released);
+	vct_sem_wait(&released);
 }
 
 void vct_hold_wait(void)
 {
-	wait_for(&held);
+	vct_sem_wait(&held);
 }
 
 void vct_hold_release(void)

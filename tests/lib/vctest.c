@@ -243,6 +243,12 @@ int vct_env_index_mode(void)
 	return -1;
 }
 
+void vct_sem_wait(sem_t *s)
+{
+	while (sem_wait(s) != 0)
+		VCT_CHECK(errno == EINTR, "sem_wait: %s", strerror(errno));
+}
+
 void vct_sleep_us(long us)
 {
 	struct timespec ts = {us / 1000000, (us % 1000000) * 1000};

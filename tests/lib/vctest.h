@@ -14,6 +14,7 @@
 #ifndef VCTEST_H
 #define VCTEST_H
 
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -114,6 +115,9 @@ static inline size_t vct_launder_size(size_t n)
 	__asm__ volatile("" : "+r"(n));
 	return n;
 }
+
+/* sem_wait, restarted on EINTR; any other failure fails the test. */
+void vct_sem_wait(sem_t *s);
 
 /* Sleep for us microseconds (nanosleep, restarted on EINTR); the monotonic clock in
  * microseconds. */

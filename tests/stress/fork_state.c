@@ -121,8 +121,7 @@ static void *other_thread(void *arg)
 {
 	churn(arg);
 	sem_post(&allocated);
-	while (sem_wait(&done) != 0)
-		;
+	vct_sem_wait(&done);
 	return NULL;
 }
 
@@ -144,8 +143,7 @@ int main(void)
 	sem_init(&done, 0, 0);
 	pthread_t t;
 	VCT_CHECK(pthread_create(&t, NULL, other_thread, (void *)4) == 0, "pthread_create");
-	while (sem_wait(&allocated) != 0)
-		;
+	vct_sem_wait(&allocated);
 	fork_and_check("multi-threaded", allowed);
 	sem_post(&done);
 	VCT_CHECK(pthread_join(t, NULL) == 0, "pthread_join");

@@ -87,8 +87,7 @@ static void *burst(void *arg)
 		free(v[i]);
 	free(v);
 	sem_post(&burst_done);
-	while (sem_wait(&burst_leave) != 0)
-		;
+	vct_sem_wait(&burst_leave);
 	return NULL;
 }
 
@@ -117,8 +116,7 @@ int main(int argc, char **argv)
 	for (uintptr_t i = 0; i < BURST_THREADS; i++)
 		VCT_CHECK(pthread_create(&t[i], NULL, burst, (void *)i) == 0, "pthread_create");
 	for (int i = 0; i < BURST_THREADS; i++)
-		while (sem_wait(&burst_done) != 0)
-			;
+		vct_sem_wait(&burst_done);
 	long peak = vct_proc_status_kib("VmHWM");
 	long after = rss_kib();
 	printf("before %ld KiB, peak %ld KiB, after the burst %ld KiB\n", before, peak, after);

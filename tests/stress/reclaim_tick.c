@@ -47,16 +47,14 @@ static void *late_ticker(void *arg)
 {
 	(void)arg;
 	sem_post(&ready);
-	while (sem_wait(&go) != 0)
-		;
+	vct_sem_wait(&go);
 	vct_hold_arm(AT_TICK_DUE);
 	vc_maintain();
 	/* Alive until the checks are over: a thread exit that leaves the process with
 	 * one thread gives every cache back (init.c), which would be a drain the checks
 	 * do not expect. */
 	sem_post(&ticked);
-	while (sem_wait(&leave) != 0)
-		;
+	vct_sem_wait(&leave);
 	return NULL;
 }
 
@@ -91,8 +89,7 @@ int main(void)
 	 * vcmalloc's pthread_create passed it: both before the caches are watched. */
 	pthread_t late;
 	VCT_CHECK(pthread_create(&late, NULL, late_ticker, NULL) == 0, "pthread_create");
-	while (sem_wait(&ready) != 0)
-		;
+	vct_sem_wait(&ready);
 
 	/* 1. A cache with objects in it, then one scan. */
 	enum { N = 64 };
@@ -114,8 +111,7 @@ int main(void)
 
 	/* 3. L goes on and must find the period taken. */
 	vct_hold_release();
-	while (sem_wait(&ticked) != 0)
-		;
+	vct_sem_wait(&ticked);
 	vct_stats(&s1);
 	VCT_CHECK(s1.vcpu_reclaims == s0.vcpu_reclaims &&
 		      s1.vcpu_caches_populated == s0.vcpu_caches_populated,
