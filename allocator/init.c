@@ -126,11 +126,11 @@ static void thread_exit(void *arg)
 		return;
 	}
 	uint64_t now = vc_os_now_ms();
-	bool gone = (crowd && live <= 1) ||
-		    now - __atomic_load_n(&last_shrink_ms, __ATOMIC_RELAXED) >= vc_g.opt.reclaim_ms / 2;
-	if (!crowd && now - __atomic_load_n(&crowd_since_ms, __ATOMIC_RELAXED) <
-			      vc_g.opt.reclaim_ms / 64)
-		gone = false;
+	uint64_t since_shrink = now - __atomic_load_n(&last_shrink_ms, __ATOMIC_RELAXED);
+	uint64_t crowd_ran = now - __atomic_load_n(&crowd_since_ms, __ATOMIC_RELAXED);
+	bool period_passed = since_shrink >= vc_g.opt.reclaim_ms / 2;
+	bool gone = crowd ? live <= 1 || period_passed
+			  : period_passed && crowd_ran >= vc_g.opt.reclaim_ms / 64;
 	if (gone && __atomic_compare_exchange_n(&live_threads_mark, &mark, live, 0,
 						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&last_shrink_ms, now, __ATOMIC_RELAXED);
