@@ -22,9 +22,12 @@
  * slower with interleaved blocks than with blocks of separate spans. A lane
  * whose spans are used up takes free objects of another lane's span before making
  * a new span, so that lanes cost at most one partly carved span each (untouched
- * pages of it are never touched); cost follows the ids in use. Spans of different
- * lanes must not be neighbours in memory either: the page heap places a lane's new
- * span after its previous one (pageheap.c); with one-page spans alternating
+ * pages of it are never touched); cost follows the ids in use. In the classes
+ * with a remote path (remote_free.c) a lane hands out only its own spans' objects:
+ * it adopts another lane's span rather than borrowing from it (recycled_span), and
+ * these classes have no transfer array. Spans of different lanes must not be
+ * neighbours in memory either: the page heap places a lane's new span after its
+ * previous one (pageheap.c); with one-page spans alternating
  * between the two threads above, the same test still ran 2-3x slower, and 1.0x
  * with one unused page between them.
  */
@@ -118,14 +121,47 @@ static void *pop_free_list(struct vc_span *sp)
 	return obj;
 }
 
-/* A span of another lane with objects on its free list (objects that were handed
- * out and came back), or NULL: taken before a new span is made. */
-static struct vc_span *recycled_span(struct vc_central *ce, unsigned lane)
+/* sp (on its lane's nonempty list) becomes lane `lane`'s: its free objects and its
+ * uncarved rest go to that lane from now on, and frees of its objects still out
+ * from their old lane take the remote path (the page entries' local lanes change
+ * with it), which brings them back here, to the new lane. */
+static void adopt(struct vc_central *ce, struct vc_span *sp, unsigned lane)
 {
+	vc_span_list_remove(&ce->nonempty[sp->lane], sp);
+	sp->lane = (uint8_t)lane;
+	vc_span_list_push(&ce->nonempty[lane], sp);
+	struct vc_segment *s = vc_segment_of(sp);
+	const uint8_t mask = vc_local_lanes(lane, vc_classes[sp->sizeclass].size);
+	for (unsigned i = 0; i < sp->npages; i++)
+		__atomic_store_n(&s->entries[sp->first_page + i].local_lanes, mask,
+				 __ATOMIC_RELAXED);
+}
+
+/* Before it makes a new span, a lane whose spans are used up takes from a span of
+ * another lane with objects on its free list (objects that were handed out and came
+ * back), the first such span found at the head of a lane's list. In classes without
+ * a remote path it takes the span's free objects (uncarved ones stay the other
+ * lane's). In classes with one (remote_free.c) it adopts the span, and only a
+ * span at most a quarter of whose objects are out: lending objects there started
+ * a cycle (the borrowing lane freed every one of them down the remote path, they
+ * went home, it borrowed them again), and so did adopting a span whose objects
+ * were out in both lanes, as after two threads shared one CPU, hence one id, for
+ * a while (the span's owner changed back and forth with every refill). A new span
+ * instead lets the remote path sort such objects out: each goes home once.
+ * tightN-16 ran 2-4 times slower while either cycle lasted. */
+static struct vc_span *recycled_span(struct vc_central *ce, unsigned c, unsigned lane)
+{
+	const bool remote = vc_local_lanes(0, vc_classes[c].size) != 0xff;
 	for (unsigned k = 1; k < VC_CENTRAL_LANES; k++) {
 		struct vc_span *sp = ce->nonempty[(lane + k) % VC_CENTRAL_LANES];
-		if (sp && sp->free_list)
+		if (!sp || !sp->free_list)
+			continue;
+		if (!remote)
 			return sp;
+		if (sp->allocated <= sp->capacity / 4) {
+			adopt(ce, sp, lane);
+			return sp;
+		}
 	}
 	return NULL;
 }
@@ -139,7 +175,7 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 	while (got < n) {
 		struct vc_span *sp = ce->nonempty[lane];
 		if (!sp)
-			sp = recycled_span(ce, lane);
+			sp = recycled_span(ce, c, lane);
 		if (!sp) {
 			sp = new_span(node, c, lane);
 			if (!sp)
@@ -203,12 +239,24 @@ static unsigned object_node(const void *p)
 	return vc_page_entry_of(vc_segment_of(p), p)->node;
 }
 
+/* Objects class c's transfer array holds. Classes with a remote path have none:
+ * their objects go to central and come back from it through their spans, so that
+ * a refill hands a lane only objects of its own spans, the objects every free from
+ * that lane keeps. Through a transfer array, a lane's spilled batch reached the
+ * other lane's refill and was freed down the remote path object by object: with
+ * two threads each cycling 1024 blocks of 16 B, that went on for the whole run, a
+ * batch per round (1.6 M remote frees in 32 M operations). */
+static uint32_t transfer_cap(unsigned c)
+{
+	return vc_local_lanes(0, vc_classes[c].size) != 0xff ? 0 : vc_classes[c].transfer_cap;
+}
+
 void vc_central_insert(unsigned c, void *const *in, unsigned n)
 {
 	/* Without per-node arenas every object is of node 0: nothing of an object is
 	 * read until the transfer array is full (then its span is). */
 	const bool one_node = vc_g.nnodes == 1 || !vc_g.opt.numa;
-	const uint32_t cap = vc_classes[c].transfer_cap;
+	const uint32_t cap = transfer_cap(c);
 	unsigned i = 0;
 	while (i < n) {
 		/* Objects of one node at a time: a run of objects from the same node. */

@@ -17,6 +17,12 @@
  *   lanes      two lanes carve different spans, not neighbours in memory; a lane
  *              without spans takes another lane's free-list objects before it makes
  *              a span, and never carves another lane's span;
+ *   lanes with a remote path (classes up to VC_REMOTE_MAX_SIZE in vcpu mode)
+ *              no transfer array: objects given back go to their spans; a lane
+ *              without spans never borrows another lane's objects: it makes a span,
+ *              unless a span of another lane has at most a quarter of its objects
+ *              out, which it adopts (the span, its list and its page entries' local
+ *              lanes become the new lane's, and the new lane carves it);
  *   tag        an object on a span's free list whose free tag was overwritten is
  *              reported as a use after free when it is taken;
  *   idle       the idle trim flushes a transfer array untouched since the previous
@@ -377,6 +383,56 @@ static void case_nodes(void)
 	check_accounts(1, cls, "nodes: flushed 1");
 }
 
+static void case_lanes_remote(void)
+{
+	vc_g.remote_lanes = true;
+	const unsigned c = vc_class_of(48);
+	const struct vc_class_info *ci = &vc_classes[c];
+	struct vc_central *ce = vc_central_of(0, c);
+	/* Lane 0 takes a whole span and gives two objects back: straight to the span. */
+	static void *a[MAX_HELD];
+	const unsigned cap = ci->objects;
+	VCT_EXPECT(cap <= MAX_HELD && cap >= 16, "class of 48 B: %u objects a span", cap);
+	take(0, c, 0, a, cap);
+	struct vc_span *sa = span_of(a[0]);
+	give(c, a, 2);
+	VCT_EXPECT(ce->transfer_count == 0 && sa->free_list != NULL && sa->allocated == cap - 2,
+		   "two objects back: transfer %u, span allocated %u of %u", ce->transfer_count,
+		   sa->allocated, cap);
+	check_accounts(0, c, "remote lanes: two back");
+	/* Lane 1 has no span: a new one, not lane 0's two free objects. */
+	void *b[4];
+	take(0, c, 1, b, 4);
+	struct vc_span *sb = span_of(b[0]);
+	VCT_EXPECT(sb != sa && sb->lane == 1 && span_of(b[3]) == sb && sa->lane == 0 &&
+		       sa->allocated == cap - 2,
+		   "lane 1 borrowed lane 0's objects (span %s, lane %u; lane 0's span: lane %u, "
+		   "allocated %u)",
+		   sb == sa ? "lane 0's" : "new", sb->lane, sa->lane, sa->allocated);
+	check_accounts(0, c, "remote lanes: no borrowing");
+	/* Lane 0 gives back all but a quarter: lane 2, without spans, adopts its span. */
+	unsigned keep = cap / 4;
+	give(c, a + 2, cap - 2 - keep);
+	void *d[4];
+	take(0, c, 2, d, 4);
+	VCT_EXPECT(span_of(d[0]) == sa && sa->lane == 2 && ce->nonempty[2] == sa &&
+		       ce->nonempty[0] != sa,
+		   "lane 2 did not adopt lane 0's span (lane %u, listed on lane 2: %d)", sa->lane,
+		   ce->nonempty[2] == sa);
+	struct vc_segment *s = vc_segment_of(sa);
+	for (unsigned i = 0; i < sa->npages; i++)
+		VCT_EXPECT(s->entries[sa->first_page + i].local_lanes == 1u << 2,
+			   "adopted span's page %u: local lanes %#x", i,
+			   s->entries[sa->first_page + i].local_lanes);
+	check_accounts(0, c, "remote lanes: adopted");
+	give(c, a + cap - keep, keep);
+	give(c, b, 4);
+	give(c, d, 4);
+	vc_central_flush();
+	check_accounts(0, c, "remote lanes: all back");
+	VCT_EXPECT(ce->span_out == 0, "span_out %llu", (unsigned long long)ce->span_out);
+}
+
 int main(void)
 {
 	vc_g.secret = 0x1234567;
@@ -397,6 +453,8 @@ int main(void)
 	case_idle();
 	case_no_release();
 	case_nodes();
-	printf("central_unit: carve, transfer, lanes, tag, idle, no release, nodes\n");
+	case_lanes_remote(); /* last: it turns the remote path on */
+	printf("central_unit: carve, transfer, lanes, tag, idle, no release, nodes, "
+	       "lanes with a remote path\n");
 	return vct_exit();
 }
