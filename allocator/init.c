@@ -140,6 +140,11 @@ static void thread_exit(void *arg)
 	vc_maintain();
 }
 
+uint32_t vc_live_threads(void)
+{
+	return exit_key_ok ? __atomic_load_n(&live_threads, __ATOMIC_RELAXED) : 0;
+}
+
 void vc_thread_note(void)
 {
 	if (VC_LIKELY(thread_noted) || !exit_key_ok)

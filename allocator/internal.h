@@ -130,6 +130,8 @@ static inline void vc_ensure_init(void)
 		vc_init_slow();
 }
 void vc_thread_note(void) VC_HIDDEN; /* arms the thread-exit hook once per thread */
+/* Threads noted and not yet exited (0 when the exit hook could not be set up). */
+uint32_t vc_live_threads(void) VC_HIDDEN;
 /* pthread_create through to the C library's, noting the new thread at its start. */
 int vc_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
 		      void *arg) VC_HIDDEN;
@@ -326,6 +328,7 @@ extern uint32_t vc_cache_populated_peak VC_HIDDEN;
 extern uint64_t vc_cache_reclaims VC_HIDDEN;
 extern uint64_t vc_cache_node_moves VC_HIDDEN;
 extern uint64_t vc_cache_fallback_ops VC_HIDDEN;
+extern uint64_t vc_cache_surplus_drains VC_HIDDEN;
 
 /* ---- alloc.c: the malloc family (exported through override.c) ---- */
 void *vc_malloc(size_t n) VC_HIDDEN;

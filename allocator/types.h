@@ -304,6 +304,9 @@ struct vc_vcpu {
 		uint64_t sampled_bytes;   /* this id's part of the sampled total
 					     (note_peak, vcpu_cache.c); the drain
 					     takes it back */
+		uint64_t last_use;        /* the populate count (vcpu_cache.c's
+					     use_epoch) when the id was last seen in
+					     use: slow paths, populate, reclaim scans */
 		uint32_t misses[VC_NUM_CLASSES]; /* per class; halved by the counting
 						    thread (vcpu_policy.c) */
 	} counters;

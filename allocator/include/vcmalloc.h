@@ -49,6 +49,9 @@ struct vcmalloc_stats {
 	uint64_t rseq_fallbacks;            /* operations done without rseq */
 	uint64_t vcpu_node_moves;           /* vCPU caches emptied because their id
 	                                       ran on another NUMA node */
+	uint64_t vcpu_surplus_drains;       /* vCPU caches drained because more ids
+	                                       were populated than threads live (vcpu
+	                                       mode; of vcpu_reclaims) */
 	uint32_t nodes;                     /* NUMA nodes in use */
 	struct vcmalloc_node_stats node[VCMALLOC_MAX_NODES];
 };

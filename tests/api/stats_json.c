@@ -30,6 +30,7 @@ static const char *const top_keys[] = {"index",
 				       "vcpu_reclaims",
 				       "rseq_fallbacks",
 				       "vcpu_node_moves",
+				       "vcpu_surplus_drains",
 				       "numa_nodes",
 				       "nodes"};
 static const char *const node_keys[] = {"node", "mapped_bytes", "resident_bytes", "cached_bytes"};

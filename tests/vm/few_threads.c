@@ -1,13 +1,16 @@
 /* few_threads: a short multi-threaded allocation stress whose thread count is chosen
  * on the command line, for guests with many more vCPUs than threads.
  *
- *   vm-few-threads THREADS [OPERATIONS_PER_THREAD]
+ *   vm-few-threads THREADS [OPERATIONS_PER_THREAD [roam]]
  *
  * THREADS workers start together (barrier) and each runs OPERATIONS_PER_THREAD steps
  * on its own table of blocks: allocate a random size (1 B to 64 KiB, mostly small),
  * fill it with a pattern derived from its address and size, and later check
  * the pattern and free it or realloc it. One block in eight is handed to the next
- * worker through a shared slot and freed there, so remote frees happen too.
+ * worker through a shared slot and freed there, so remote frees happen too. With
+ * `roam`, each worker moves itself to another allowed CPU every ROAM_EVERY steps
+ * (sched_setaffinity to one CPU, in turn over all of them), so that the kernel hands
+ * it other mm_cids as it goes.
  *
  * Under vcmalloc the process's statistics are printed (VCMALLOC_STATS=json prints
  * them again at exit) and one invariant is checked here: no more vCPU caches are
@@ -17,10 +20,12 @@
 #include "vctest.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 
-enum { MAX_THREADS = 256, SLOTS = 64 };
+enum { MAX_THREADS = 256, SLOTS = 64, ROAM_EVERY = 10 };
 
 struct block {
 	unsigned char *p;
@@ -29,6 +34,8 @@ struct block {
 
 static unsigned nthreads;
 static unsigned long ops_per_thread = 20000; /* default when not given */
+static bool roam;
+static cpu_set_t allowed; /* the process's CPUs at start (roam) */
 static pthread_barrier_t start_line;
 /* handoff[i]: a block waiting for worker i to free it, or NULL. */
 static _Atomic(unsigned char *) handoff[MAX_THREADS];
@@ -74,6 +81,23 @@ static void take_handoff(unsigned me)
 	check_and_free(p, size, "handoff");
 }
 
+/* Move the calling thread to the first allowed CPU at or after `from` (cyclic);
+ * returns it. */
+static int next_cpu(int from)
+{
+	for (int k = 0; k < CPU_SETSIZE; k++) {
+		int c = (from + k) % CPU_SETSIZE;
+		if (!CPU_ISSET(c, &allowed))
+			continue;
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		VCT_CHECK(sched_setaffinity(0, sizeof one, &one) == 0, "sched_setaffinity(%d)", c);
+		return c;
+	}
+	return from;
+}
+
 static void *worker(void *arg)
 {
 	const unsigned me = (unsigned)(uintptr_t)arg;
@@ -83,7 +107,10 @@ static void *worker(void *arg)
 	uint64_t rng = 0xfe3000ull + me;
 
 	pthread_barrier_wait(&start_line);
+	int cpu = -1;
 	for (unsigned long op = 0; op < ops_per_thread; op++) {
+		if (roam && op % ROAM_EVERY == 0)
+			cpu = next_cpu(cpu + (int)me + 1);
 		struct block *b = &mine[vct_rand(&rng) % SLOTS];
 		take_handoff(me);
 		if (!b->p) {
@@ -128,11 +155,17 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	vct_start("few_threads", 600);
-	VCT_CHECK(argc >= 2 && argc <= 3, "usage: vm-few-threads THREADS [OPERATIONS_PER_THREAD]");
+	VCT_CHECK(argc >= 2 && argc <= 4,
+		  "usage: vm-few-threads THREADS [OPERATIONS_PER_THREAD [roam]]");
 	nthreads = (unsigned)strtoul(argv[1], NULL, 10);
 	VCT_CHECK(nthreads >= 1 && nthreads <= MAX_THREADS, "THREADS must be 1..%d", MAX_THREADS);
-	if (argc == 3)
+	if (argc >= 3)
 		ops_per_thread = strtoul(argv[2], NULL, 10);
+	if (argc == 4) {
+		VCT_CHECK(strcmp(argv[3], "roam") == 0, "third argument: roam, not %s", argv[3]);
+		roam = true;
+		VCT_CHECK(sched_getaffinity(0, sizeof allowed, &allowed) == 0, "sched_getaffinity");
+	}
 	VCT_CHECK(ops_per_thread >= 1, "OPERATIONS_PER_THREAD must be positive");
 
 	VCT_CHECK(pthread_barrier_init(&start_line, NULL, nthreads) == 0, "barrier");

@@ -5,7 +5,9 @@
 #   +2      FEW threads (4) in vcpu mode;
 #   +3      FEW threads in cpu mode inside a cpuset of FEW CPUs (node 0's first ones);
 #   +4      FEW threads in cpu mode, anywhere (reported, not asserted: how many CPUs the
-#           scheduler spreads them over is its business).
+#           scheduler spreads them over is its business);
+#   +5      FEW threads in vcpu mode (4x the steps), each moving itself to another CPU
+#           every 10 steps (few_threads' roam): 6.12 hands them new mm_cids as they go.
 # few_threads verifies every block's contents and must exit 0. The JSON must name the
 # index mode actually in use: vcpu when the kernel has mm_cid (6.12), else cpu
 # (vcmalloc's documented fallback, 6.1). In vcpu mode FEW threads populate few vCPU
@@ -35,13 +37,14 @@ alloc_commands() {
 	add_command "$vc VCMALLOC_INDEX=vcpu $few_threads $few $ops"
 	add_command "vm-cpuset 0-$((few - 1)) 0 -- $vc VCMALLOC_INDEX=cpu $few_threads $few $ops"
 	add_command "$vc VCMALLOC_INDEX=cpu $few_threads $few $ops"
+	add_command "$vc VCMALLOC_INDEX=vcpu $few_threads $few $((4 * ops)) roam"
 }
 
 # alloc_check B: B is the number of the part's first command.
 alloc_check() {
 	local b=$1 n peak few_bound
 	equal "$(json_field $b possible_cpus)" "$smp" "possible_cpus in vcmalloc's statistics"
-	for ((n = b; n < b + 5; n++)); do
+	for ((n = b; n < b + 6; n++)); do
 		status_is $n 0 "few_threads (command $n)"
 		peak=$(json_field $n vcpu_caches_populated_peak)
 		[ -n "$peak" ] || { bad "command $n printed no vcmalloc JSON statistics"; continue; }
@@ -54,7 +57,7 @@ alloc_check() {
 	equal "$(json_field $((b + 3)) index)" cpu "index mode of $few threads in the cpuset"
 	has $b "^few_threads: ok \\($many threads" "few_threads $many (vcpu mode) completed"
 	has $((b + 1)) "^few_threads: ok \\($many threads" "few_threads $many (cpu mode) completed"
-	for ((n = b + 2; n < b + 5; n++)); do
+	for ((n = b + 2; n < b + 6; n++)); do
 		has $n "^few_threads: ok \\($few threads" "few_threads $few (command $n) completed"
 	done
 
@@ -68,6 +71,18 @@ alloc_check() {
 		[ -n "$peak" ] && [ "$peak" -le "$few_bound" ] &&
 			ok "vcpu mode, $few threads on $smp vCPUs: $peak caches populated (<= $few_bound)" ||
 			bad "vcpu mode, $few threads on $smp vCPUs: ${peak:-no} caches populated, want <= $few_bound"
+	fi
+	# Roaming, the caches follow the threads, not the ids the kernel has not taken
+	# back yet: a populate that makes the populated ids outnumber the live threads
+	# drains the least recently used one (vcpu_cache.c, drain_surplus). At most the
+	# threads (main included) plus one populate in flight per worker; without the
+	# rule 4 roaming threads populated 15 ids on 6.12 (with it: 7).
+	peak=$(json_field $((b + 5)) vcpu_caches_populated_peak)
+	if [ "$vcpu_index" = vcpu ]; then
+		[ -n "$peak" ] && [ "$peak" -le $((2 * few + 1)) ] &&
+			ok "vcpu mode, $few roaming threads: $peak caches populated (<= $((2 * few + 1)))," \
+				"$(json_field $((b + 5)) vcpu_surplus_drains) surplus drains" ||
+			bad "vcpu mode, $few roaming threads: ${peak:-no} caches populated, want <= $((2 * few + 1))"
 	fi
 	peak=$(json_field $((b + 3)) vcpu_caches_populated_peak)
 	[ -n "$peak" ] && [ "$peak" -le "$few" ] &&
