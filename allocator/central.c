@@ -23,9 +23,15 @@
  * whose spans are used up takes free objects of another lane's span before making
  * a new span, so that lanes cost at most one partly carved span each (untouched
  * pages of it are never touched); cost follows the ids in use. In the classes
- * with a remote path (remote_free.c) a lane hands out only its own spans' objects:
- * it adopts another lane's span rather than borrowing from it (recycled_span), and
- * these classes have no transfer array. Spans of different lanes must not be
+ * with a remote path (remote_free.c) a lane is handed only objects its own frees
+ * keep: it adopts another lane's span rather than borrowing from it
+ * (recycled_span), and takes from the transfer array only such objects, from the
+ * top down to the first other one. Otherwise a lane that held the other lane's
+ * objects (two threads that shared one CPU, hence one mm_cid, for a while, then
+ * split) freed them down the remote path, got them back through the transfer
+ * array or by borrowing, and so on for the rest of the run: with two threads each
+ * cycling 1024 blocks of 16 B, 1.6 M remote frees in 32 M operations, a batch per
+ * round, 2-4 times slower. Spans of different lanes must not be
  * neighbours in memory either: the page heap places a lane's new span after its
  * previous one (pageheap.c); with one-page spans alternating
  * between the two threads above, the same test still ran 2-3x slower, and 1.0x
@@ -203,9 +209,15 @@ unsigned vc_central_remove(unsigned node, unsigned c, unsigned lane, void **out,
 	vc_lock(&ce->lock);
 	ce->ops++;
 	unsigned got = 0;
+	/* In a class with a remote path, only objects a free from this lane would keep
+	 * (their page entry's local lanes), from the top down to the first other one. */
+	const uint8_t bit = vc_local_lanes(0, vc_classes[c].size) != 0xff ? (uint8_t)(1u << lane) : 0;
 	while (got < n && ce->transfer_count > 0) {
+		void *p = ce->transfer[ce->transfer_count - 1];
+		if (bit && !(vc_page_entry_of(vc_segment_of(p), p)->local_lanes & bit))
+			break;
 		LOCKED_ADD(ce->transfer_count, -1u);
-		out[got++] = ce->transfer[ce->transfer_count];
+		out[got++] = p;
 		LOCKED_ADD(ce->free_objects, -(uint64_t)1);
 	}
 	if (got < n)
@@ -239,24 +251,12 @@ static unsigned object_node(const void *p)
 	return vc_page_entry_of(vc_segment_of(p), p)->node;
 }
 
-/* Objects class c's transfer array holds. Classes with a remote path have none:
- * their objects go to central and come back from it through their spans, so that
- * a refill hands a lane only objects of its own spans, the objects every free from
- * that lane keeps. Through a transfer array, a lane's spilled batch reached the
- * other lane's refill and was freed down the remote path object by object: with
- * two threads each cycling 1024 blocks of 16 B, that went on for the whole run, a
- * batch per round (1.6 M remote frees in 32 M operations). */
-static uint32_t transfer_cap(unsigned c)
-{
-	return vc_local_lanes(0, vc_classes[c].size) != 0xff ? 0 : vc_classes[c].transfer_cap;
-}
-
 void vc_central_insert(unsigned c, void *const *in, unsigned n)
 {
 	/* Without per-node arenas every object is of node 0: nothing of an object is
 	 * read until the transfer array is full (then its span is). */
 	const bool one_node = vc_g.nnodes == 1 || !vc_g.opt.numa;
-	const uint32_t cap = transfer_cap(c);
+	const uint32_t cap = vc_classes[c].transfer_cap;
 	unsigned i = 0;
 	while (i < n) {
 		/* Objects of one node at a time: a run of objects from the same node. */

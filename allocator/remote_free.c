@@ -12,9 +12,9 @@
  * local (local_lanes). free() tests the freeing thread's id against it, one bit
  * test on the entry it loads anyway; a free from another lane comes here instead
  * of the cache. The object waits in a small per-vCPU buffer, and a full buffer
- * goes to the central lists, class by class: straight to its span (these classes
- * have no transfer array, central.c), so that it is handed out again only to its
- * span's lane, by a refill. Only classes
+ * goes to the central lists, class by class: it is handed out again only to its
+ * span's lane (central.c: a refill takes from the transfer array only objects its
+ * lane's frees keep). Only classes
  * up to VC_REMOTE_MAX_SIZE (a cache line) take this path: larger objects share at
  * most their first and last lines with a neighbour. Outside the common mode (mm_cid without
  * node tags) every lane is local (vc_local_lanes).

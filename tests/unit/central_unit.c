@@ -18,11 +18,11 @@
  *              without spans takes another lane's free-list objects before it makes
  *              a span, and never carves another lane's span;
  *   lanes with a remote path (classes up to VC_REMOTE_MAX_SIZE in vcpu mode)
- *              no transfer array: objects given back go to their spans; a lane
- *              without spans never borrows another lane's objects: it makes a span,
- *              unless a span of another lane has at most a quarter of its objects
- *              out, which it adopts (the span, its list and its page entries' local
- *              lanes become the new lane's, and the new lane carves it);
+ *              a lane takes from the transfer array only objects of its own lane,
+ *              and never borrows another lane's free objects: without spans it
+ *              makes one, unless a span of another lane has at most a quarter of
+ *              its objects out, which it adopts (the span, its list and its page
+ *              entries' local lanes become the new lane's, and it carves it);
  *   tag        an object on a span's free list whose free tag was overwritten is
  *              reported as a use after free when it is taken;
  *   idle       the idle trim flushes a transfer array untouched since the previous
@@ -389,17 +389,17 @@ static void case_lanes_remote(void)
 	const unsigned c = vc_class_of(48);
 	const struct vc_class_info *ci = &vc_classes[c];
 	struct vc_central *ce = vc_central_of(0, c);
-	/* Lane 0 takes a whole span and gives two objects back: straight to the span. */
+	/* Lane 0 takes a whole span and gives two objects back to it. */
 	static void *a[MAX_HELD];
 	const unsigned cap = ci->objects;
 	VCT_EXPECT(cap <= MAX_HELD && cap >= 16, "class of 48 B: %u objects a span", cap);
 	take(0, c, 0, a, cap);
 	struct vc_span *sa = span_of(a[0]);
 	give(c, a, 2);
-	VCT_EXPECT(ce->transfer_count == 0 && sa->free_list != NULL && sa->allocated == cap - 2,
-		   "two objects back: transfer %u, span allocated %u of %u", ce->transfer_count,
+	vc_central_flush();
+	VCT_EXPECT(ce->transfer_count == 0 && sa->in_list && sa->allocated == cap - 2,
+		   "two objects back on the span: listed %u, allocated %u of %u", sa->in_list,
 		   sa->allocated, cap);
-	check_accounts(0, c, "remote lanes: two back");
 	/* Lane 1 has no span: a new one, not lane 0's two free objects. */
 	void *b[4];
 	take(0, c, 1, b, 4);
@@ -410,9 +410,23 @@ static void case_lanes_remote(void)
 		   "allocated %u)",
 		   sb == sa ? "lane 0's" : "new", sb->lane, sa->lane, sa->allocated);
 	check_accounts(0, c, "remote lanes: no borrowing");
+	/* Lane 1's objects wait in the transfer array: lane 0 does not take them, lane 1
+	 * does. */
+	give(c, b, 4);
+	VCT_EXPECT(ce->transfer_count == 4, "lane 1's four objects: transfer %u", ce->transfer_count);
+	take(0, c, 0, a, 2);
+	VCT_EXPECT(span_of(a[0]) == sa && span_of(a[1]) == sa && ce->transfer_count == 4,
+		   "lane 0 took lane 1's objects from the transfer array (%u left)",
+		   ce->transfer_count);
+	take(0, c, 1, b, 4);
+	VCT_EXPECT(ce->transfer_count == 0 && span_of(b[0]) == sb,
+		   "lane 1 did not take its objects from the transfer array (%u left)",
+		   ce->transfer_count);
+	check_accounts(0, c, "remote lanes: transfer");
 	/* Lane 0 gives back all but a quarter: lane 2, without spans, adopts its span. */
 	unsigned keep = cap / 4;
-	give(c, a + 2, cap - 2 - keep);
+	give(c, a, cap - keep);
+	vc_central_flush();
 	void *d[4];
 	take(0, c, 2, d, 4);
 	VCT_EXPECT(span_of(d[0]) == sa && sa->lane == 2 && ce->nonempty[2] == sa &&
