@@ -40,6 +40,8 @@ struct vc_remote_buffer {
 /* nvcpus buffers of reserved address space: an id's page is touched by its first
  * remote free. */
 static struct vc_remote_buffer *buffers;
+/* Bytes of the objects waiting in the buffers: free, not allocated (statistics). */
+uint64_t vc_remote_buffered_bytes;
 
 void vc_remote_init(void)
 {
@@ -67,14 +69,17 @@ static void flush(struct vc_remote_buffer *b)
 		b->objs[j] = p;
 	}
 	uint32_t i = 0;
+	uint64_t bytes = 0;
 	while (i < n) {
 		uint32_t j = i + 1;
 		while (j < n && b->cls[j] == b->cls[i])
 			j++;
 		vc_central_insert(b->cls[i], &b->objs[i], j - i);
+		bytes += (uint64_t)(j - i) * vc_classes[b->cls[i]].size;
 		i = j;
 	}
 	b->count = 0;
+	__atomic_sub_fetch(&vc_remote_buffered_bytes, bytes, __ATOMIC_RELAXED);
 }
 
 void vc_remote_flush_locked(uint32_t idx)
@@ -108,6 +113,7 @@ void vc_remote_free(unsigned c, void *p, unsigned node)
 	struct vc_remote_buffer *b = &buffers[idx];
 	b->cls[b->count] = (uint8_t)c;
 	b->objs[b->count] = p;
+	__atomic_add_fetch(&vc_remote_buffered_bytes, vc_classes[c].size, __ATOMIC_RELAXED);
 	if (++b->count == VC_REMOTE_BATCH)
 		flush(b);
 	vc_unlock(&v->lock);

@@ -60,9 +60,10 @@ static void fill(struct vcmalloc_stats *st)
 			   st->vcpu_cache_object_bytes;
 	st->resident_bytes = resident + huge + huge_cached + st->vcpu_cache_bytes -
 			     st->vcpu_cache_object_bytes;
-	/* Live bytes: small objects out of spans and not cached anywhere, plus large and
-	 * huge blocks (usable sizes). */
-	uint64_t cached_small = st->vcpu_cache_object_bytes;
+	/* Live bytes: small objects out of spans and not cached anywhere (a vCPU cache,
+	 * a remote-free buffer), plus large and huge blocks (usable sizes). */
+	uint64_t cached_small = st->vcpu_cache_object_bytes +
+				__atomic_load_n(&vc_remote_buffered_bytes, __ATOMIC_RELAXED);
 	st->allocated_bytes = (small_out > cached_small ? small_out - cached_small : 0) +
 			      __atomic_load_n(&vc_stat_large_bytes, __ATOMIC_RELAXED) + huge;
 }

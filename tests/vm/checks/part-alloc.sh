@@ -75,14 +75,16 @@ alloc_check() {
 	# Roaming, the caches follow the threads, not the ids the kernel has not taken
 	# back yet: a populate that makes the populated ids outnumber the live threads
 	# drains the least recently used one (vcpu_cache.c, drain_surplus). At most the
-	# threads (main included) plus one populate in flight per worker; without the
-	# rule 4 roaming threads populated 15 ids on 6.12 (with it: 7).
+	# threads (main included), plus one populate in flight per worker, plus two whose
+	# drain was left to a drain already under way (the reclaim lock is not waited
+	# for); without the rule 4 roaming threads populated 15 ids on 6.12 (with it: 6-8).
+	local roam_bound=$((2 * few + 3))
 	peak=$(json_field $((b + 5)) vcpu_caches_populated_peak)
 	if [ "$vcpu_index" = vcpu ]; then
-		[ -n "$peak" ] && [ "$peak" -le $((2 * few + 1)) ] &&
-			ok "vcpu mode, $few roaming threads: $peak caches populated (<= $((2 * few + 1)))," \
+		[ -n "$peak" ] && [ "$peak" -le $roam_bound ] &&
+			ok "vcpu mode, $few roaming threads: $peak caches populated (<= $roam_bound)," \
 				"$(json_field $((b + 5)) vcpu_surplus_drains) surplus drains" ||
-			bad "vcpu mode, $few roaming threads: ${peak:-no} caches populated, want <= $((2 * few + 1))"
+			bad "vcpu mode, $few roaming threads: ${peak:-no} caches populated, want <= $roam_bound"
 	fi
 	peak=$(json_field $((b + 3)) vcpu_caches_populated_peak)
 	[ -n "$peak" ] && [ "$peak" -le "$few" ] &&
