@@ -305,8 +305,6 @@ void vc_remote_init(void) VC_HIDDEN;
 /* p (of class c, node `node`, tagged free) was freed by a thread running as an id of
  * another lane than its span's. */
 void vc_remote_free(unsigned c, void *p, unsigned node) VC_HIDDEN;
-/* Bytes of objects waiting in remote_free.c's buffers (free; statistics). */
-extern uint64_t vc_remote_buffered_bytes VC_HIDDEN;
 /* idx's vCPU lock held: its buffered remote frees to central. */
 void vc_remote_flush_locked(uint32_t idx) VC_HIDDEN;
 

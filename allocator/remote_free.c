@@ -40,8 +40,6 @@ struct vc_remote_buffer {
 /* nvcpus buffers of reserved address space: an id's page is touched by its first
  * remote free. */
 static struct vc_remote_buffer *buffers;
-/* Bytes of the objects waiting in the buffers: free, not allocated (statistics). */
-uint64_t vc_remote_buffered_bytes;
 
 void vc_remote_init(void)
 {
@@ -54,7 +52,7 @@ void vc_remote_init(void)
 /* The buffer to central: sorted by class first (insertion sort of at most 32), so
  * that each class costs one central insert, one lock, however the frees were
  * interleaved (hand-offs of mixed sizes alternate classes). */
-static void flush(struct vc_remote_buffer *b)
+static void flush(struct vc_vcpu *v, struct vc_remote_buffer *b)
 {
 	uint32_t n = b->count;
 	for (uint32_t i = 1; i < n; i++) {
@@ -69,17 +67,15 @@ static void flush(struct vc_remote_buffer *b)
 		b->objs[j] = p;
 	}
 	uint32_t i = 0;
-	uint64_t bytes = 0;
 	while (i < n) {
 		uint32_t j = i + 1;
 		while (j < n && b->cls[j] == b->cls[i])
 			j++;
 		vc_central_insert(b->cls[i], &b->objs[i], j - i);
-		bytes += (uint64_t)(j - i) * vc_classes[b->cls[i]].size;
 		i = j;
 	}
 	b->count = 0;
-	__atomic_sub_fetch(&vc_remote_buffered_bytes, bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->locked.remote_bytes, 0, __ATOMIC_RELAXED);
 }
 
 void vc_remote_flush_locked(uint32_t idx)
@@ -89,7 +85,7 @@ void vc_remote_flush_locked(uint32_t idx)
 	struct vc_remote_buffer *b = &buffers[idx];
 	/* Never-used buffers are never touched (their page may not be mapped yet). */
 	if (__atomic_load_n(&vc_g.vcpus[idx].populated, __ATOMIC_ACQUIRE) && b->count > 0)
-		flush(b);
+		flush(&vc_g.vcpus[idx], b);
 }
 
 void vc_remote_free(unsigned c, void *p, unsigned node)
@@ -113,9 +109,10 @@ void vc_remote_free(unsigned c, void *p, unsigned node)
 	struct vc_remote_buffer *b = &buffers[idx];
 	b->cls[b->count] = (uint8_t)c;
 	b->objs[b->count] = p;
-	__atomic_add_fetch(&vc_remote_buffered_bytes, vc_classes[c].size, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->locked.remote_bytes, v->locked.remote_bytes + vc_classes[c].size,
+			 __ATOMIC_RELAXED);
 	if (++b->count == VC_REMOTE_BATCH)
-		flush(b);
+		flush(v, b);
 	vc_unlock(&v->lock);
 	errno = saved;
 }

@@ -62,8 +62,7 @@ static void fill(struct vcmalloc_stats *st)
 			     st->vcpu_cache_object_bytes;
 	/* Live bytes: small objects out of spans and not cached anywhere (a vCPU cache,
 	 * a remote-free buffer), plus large and huge blocks (usable sizes). */
-	uint64_t cached_small = st->vcpu_cache_object_bytes +
-				__atomic_load_n(&vc_remote_buffered_bytes, __ATOMIC_RELAXED);
+	uint64_t cached_small = st->vcpu_cache_object_bytes;
 	st->allocated_bytes = (small_out > cached_small ? small_out - cached_small : 0) +
 			      __atomic_load_n(&vc_stat_large_bytes, __ATOMIC_RELAXED) + huge;
 }

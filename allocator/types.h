@@ -285,6 +285,9 @@ struct vc_vcpu {
 		uint64_t touched[2]; /* bit p: page p of the region holds a slot below
 					some class's high_water (relaxed, as
 					high_water) */
+		uint32_t remote_bytes; /* bytes of the objects waiting in this id's
+					  remote-free buffer (remote_free.c; relaxed,
+					  as high_water) */
 	} locked;
 	/* Written under the reclaim lock (vcpu_cache.c's reclaim_lock): the scan's
 	 * memory of this id. */

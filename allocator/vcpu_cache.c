@@ -196,13 +196,15 @@ static unsigned touched_pages(const struct vc_vcpu *v)
 	return (unsigned)(__builtin_popcountll(low) + __builtin_popcountll(high));
 }
 
-/* Bytes of idx's cache: its pages touched and its objects (0 when not populated). */
+/* Bytes of idx's cache: its pages touched and its objects, those of its remote-free
+ * buffer included (0 when not populated). */
 static uint64_t cache_bytes(uint32_t idx, uint64_t *objects)
 {
 	const struct vc_vcpu *v = &vc_g.vcpus[idx];
 	*objects = 0;
 	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
 		return 0;
+	*objects = __atomic_load_n(&v->locked.remote_bytes, __ATOMIC_RELAXED);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
 		*objects += (uint64_t)vc_slab_count(idx, c) * vc_classes[c].size;
 	return (uint64_t)touched_pages(v) * VC_OS_PAGE + *objects;
