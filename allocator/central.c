@@ -31,11 +31,10 @@
  * split) freed them down the remote path, got them back through the transfer
  * array or by borrowing, and so on for the rest of the run: with two threads each
  * cycling 1024 blocks of 16 B, 1.6 M remote frees in 32 M operations, a batch per
- * round, 2-4 times slower. Spans of different lanes must not be
- * neighbours in memory either: the page heap places a lane's new span after its
- * previous one (pageheap.c); with one-page spans alternating
- * between the two threads above, the same test still ran 2-3x slower, and 1.0x
- * with one unused page between them.
+ * round, 2-4 times slower. Spans of different lanes must not be neighbours in
+ * memory either: the page heap places a lane's new span after its previous one
+ * (pageheap.c); with one-page spans alternating between the two threads above, the
+ * same test still ran 2-3x slower, and 1.0x with one unused page between them.
  */
 #include "internal.h"
 #include "span_list.h"
@@ -157,7 +156,7 @@ static void adopt(struct vc_central *ce, struct vc_span *sp, unsigned lane)
  * tightN-16 ran 2-4 times slower while either cycle lasted. */
 static struct vc_span *recycled_span(struct vc_central *ce, unsigned c, unsigned lane)
 {
-	const bool remote = vc_local_lanes(0, vc_classes[c].size) != 0xff;
+	const bool remote = vc_class_has_remote_path(c);
 	for (unsigned k = 1; k < VC_CENTRAL_LANES; k++) {
 		struct vc_span *sp = ce->nonempty[(lane + k) % VC_CENTRAL_LANES];
 		if (!sp || !sp->free_list)
@@ -211,7 +210,7 @@ unsigned vc_central_remove(unsigned node, unsigned c, unsigned lane, void **out,
 	unsigned got = 0;
 	/* In a class with a remote path, only objects a free from this lane would keep
 	 * (their page entry's local lanes), from the top down to the first other one. */
-	const uint8_t bit = vc_local_lanes(0, vc_classes[c].size) != 0xff ? (uint8_t)(1u << lane) : 0;
+	const uint8_t bit = vc_class_has_remote_path(c) ? (uint8_t)(1u << lane) : 0;
 	while (got < n && ce->transfer_count > 0) {
 		void *p = ce->transfer[ce->transfer_count - 1];
 		if (bit && !(vc_page_entry_of(vc_segment_of(p), p)->local_lanes & bit))

@@ -301,6 +301,12 @@ static inline uint8_t vc_local_lanes(unsigned lane, uint32_t size)
 		       ? (uint8_t)(1u << (lane % VC_CENTRAL_LANES))
 		       : 0xff;
 }
+/* Whether class c's frees from a foreign lane take the remote path (its spans'
+ * local_lanes name one lane). */
+static inline bool vc_class_has_remote_path(unsigned c)
+{
+	return vc_local_lanes(0, vc_classes[c].size) != 0xff;
+}
 void vc_remote_init(void) VC_HIDDEN;
 /* p (of class c, node `node`, tagged free) was freed by a thread running as an id of
  * another lane than its span's. */
