@@ -39,11 +39,6 @@
 #include "internal.h"
 #include "span_list.h"
 
-/* field += d for a counter that statistics read unlocked (stats.c: relaxed atomic
- * loads): written only under the central lock, so a plain read and a relaxed store
- * (what a plain += compiles to, but not a data race). */
-#define LOCKED_ADD(field, d) __atomic_store_n(&(field), (field) + (d), __ATOMIC_RELAXED)
-
 struct vc_central *vc_central_nodes[VC_MAX_NODES];
 
 /* One mapping per node: the class headers first (a few pages, written here, so that

@@ -103,6 +103,11 @@ static inline void vc_atomic_raise_u64(uint64_t *p, uint64_t v)
 		;
 }
 
+/* field += d for a counter written only under its lock and read unlocked elsewhere
+ * (statistics: relaxed atomic loads): a plain read and a relaxed store, what a plain
+ * += compiles to, but not a data race. */
+#define LOCKED_ADD(field, d) __atomic_store_n(&(field), (field) + (d), __ATOMIC_RELAXED)
+
 /* ---- global state (init.c) ---- */
 struct vc_global {
 	int fast;                   /* enum vc_fast_path (vcpu_cache.h); 4 until start-up */

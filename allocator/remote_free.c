@@ -109,8 +109,7 @@ void vc_remote_free(unsigned c, void *p, unsigned node)
 	struct vc_remote_buffer *b = &buffers[idx];
 	b->cls[b->count] = (uint8_t)c;
 	b->objs[b->count] = p;
-	__atomic_store_n(&v->locked.remote_bytes, v->locked.remote_bytes + vc_classes[c].size,
-			 __ATOMIC_RELAXED);
+	LOCKED_ADD(v->locked.remote_bytes, vc_classes[c].size);
 	if (++b->count == VC_REMOTE_BATCH)
 		flush(v, b);
 	vc_unlock(&v->lock);
