@@ -18,7 +18,10 @@
 
 enum { THREADS = 64, BLOCKS = 2048 };
 
-static pthread_barrier_t all_allocated;
+/* all_allocated: every thread holds its blocks; measured: main has read the peak,
+ * the threads may free (without it, a main thread descheduled after the first
+ * barrier could read the statistics after the crowd had freed and left). */
+static pthread_barrier_t all_allocated, measured;
 
 static void *crowd_thread(void *arg)
 {
@@ -33,6 +36,7 @@ static void *crowd_thread(void *arg)
 	}
 	/* Everyone holds their blocks at once: the peak is the whole crowd's data. */
 	pthread_barrier_wait(&all_allocated);
+	pthread_barrier_wait(&measured);
 	for (int i = 0; i < BLOCKS; i++)
 		free(blocks[i]);
 	return NULL;
@@ -57,6 +61,7 @@ static void run_crowd(uint64_t *peak_resident)
 {
 	pthread_t t[THREADS];
 	pthread_barrier_init(&all_allocated, NULL, THREADS + 1);
+	pthread_barrier_init(&measured, NULL, THREADS + 1);
 	for (uintptr_t i = 0; i < THREADS; i++)
 		VCT_CHECK(pthread_create(&t[i], NULL, crowd_thread, (void *)i) == 0,
 			  "pthread_create");
@@ -64,9 +69,11 @@ static void run_crowd(uint64_t *peak_resident)
 	struct vcmalloc_stats s;
 	vct_stats(&s);
 	*peak_resident = s.resident_bytes;
+	pthread_barrier_wait(&measured);
 	for (int i = 0; i < THREADS; i++)
 		VCT_CHECK(pthread_join(t[i], NULL) == 0, "pthread_join");
 	pthread_barrier_destroy(&all_allocated);
+	pthread_barrier_destroy(&measured);
 }
 
 int main(void)
