@@ -4,26 +4,18 @@
  *   large (<= 1 MiB):    a LARGE span from the page heap of the current node
  *   huge (> 1 MiB, or aligned above a page): a mapping of its own
  *
- * free() finds an object's kind in O(1): registry byte of its unit, then the
- * segment's page entry (struct vc_page_entry: class, node, span start, tag key). It
- * checks, on every path, that the pointer is the start of an object vcmalloc handed
- * out (a whole multiple of the class size from the span start, and among the
- * span's carved objects) and that the object is not already free (its free tag);
- * misuse is reported (check.c) and aborts. errno is preserved by free. The fast path touches
- * the registry byte, the page entry and word 1 of the object (then the vCPU cache).
+ * free() finds an object's kind in O(1) (alloc_fast.h has the hit paths of malloc and
+ * free): registry byte of its unit, then the segment's page entry. Every path checks
+ * that the pointer is the start of an object vcmalloc handed out and that the object
+ * is not already free; misuse is reported (check.c) and aborts. errno is preserved
+ * by free.
  */
-#include "vcpu_cache.h"
+#include "alloc_fast.h"
 
 #include <errno.h>
 #include <string.h>
 
 uint64_t vc_stat_large_bytes;
-
-static inline void *finish_small(void *p)
-{
-	((uint64_t *)p)[1] = 0; /* clear the free tag */
-	return p;
-}
 
 /* Out of memory (the OS refused a mapping): give back everything vcmalloc holds
  * free (vCPU caches, central lists, free pages, whole segments) so that the retry
@@ -44,7 +36,7 @@ static VC_NOINLINE void *malloc_small_slow(unsigned c)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return finish_small(p);
+	return vc_finish_small(p);
 }
 
 /* Bytes of the LARGE span that holds n bytes: whole span pages. */
@@ -85,7 +77,7 @@ static VC_NOINLINE void *huge_alloc(size_t n, size_t align)
 }
 
 /* Above VC_SMALL_MAX: large, huge, or too large. */
-static VC_NOINLINE void *malloc_big(size_t n)
+static void *malloc_big(size_t n)
 {
 	if (n > PTRDIFF_MAX) {
 		errno = ENOMEM;
@@ -96,20 +88,13 @@ static VC_NOINLINE void *malloc_big(size_t n)
 	return huge_alloc(n, VC_PAGE_SIZE);
 }
 
-void *vc_malloc(size_t n)
+/* malloc after vc_malloc_hit missed: a small size's cache was empty (or unusable
+ * for this thread), or n is not small. */
+VC_NOINLINE void *vc_malloc_slow(size_t n)
 {
-	/* Sizes up to 1 KiB first: one table lookup, one compare on the way. */
-	unsigned c;
-	if (VC_LIKELY(n <= 1024))
-		c = vc_small_class[(n + 15) >> 4];
-	else if (VC_LIKELY(n <= VC_SMALL_MAX))
-		c = vc_class_of(n);
-	else
-		return malloc_big(n);
-	void *p;
-	if (VC_LIKELY(vc_cache_pop(c, &p)))
-		return finish_small(p);
-	return malloc_small_slow(c);
+	if (n <= VC_SMALL_MAX)
+		return malloc_small_slow(n <= 1024 ? vc_small_class[(n + 15) >> 4] : vc_class_of(n));
+	return malloc_big(n);
 }
 
 /* What p is, checked. Sets *span for small and large objects, *huge for huge. */
@@ -169,54 +154,11 @@ static inline enum vc_kind classify(const void *p, const char *func, struct vc_s
 	bad_pointer(p, func);
 }
 
-static VC_NOINLINE void free_small_slow(unsigned c, void *p, unsigned node)
+VC_NOINLINE void vc_free_small_slow(unsigned c, void *p, unsigned node)
 {
 	int saved = errno;
 	vc_cache_free_slow(c, p, node);
 	errno = saved;
-}
-
-/* p is the start of an object of class c, node `node`, in a span whose tag key is
- * tag_key and whose page entry's local_lanes is `local_lanes`: check its free tag,
- * tag it, cache it (or hand it to remote_free.c when this thread's lane is not
- * local to the span; the id is read here as a hint: the push reads it again). */
-static inline void free_small(unsigned c, unsigned node, uint64_t tag_key,
-			      unsigned local_lanes, void *p, const char *func)
-{
-	uint64_t tag = (uint64_t)(uintptr_t)p ^ tag_key;
-	uint64_t *w = p;
-	if (VC_UNLIKELY(w[1] == tag))
-		vc_report("double free", func, p);
-	w[1] = tag;
-	uint32_t id = vc_rseq_read_index(vc_fast_area(), VC_RSEQ_INDEX_MM_CID);
-	if (VC_UNLIKELY(!((local_lanes >> (id % VC_CENTRAL_LANES)) & 1))) {
-		vc_remote_free(c, p, node);
-		return;
-	}
-	if (VC_LIKELY(vc_cache_push(c, p, node)))
-		return;
-	free_small_slow(c, p, node);
-}
-
-/* The page entry of p when p is the start of a carved object of a SMALL span
- * whose class is no smaller than `size`, else NULL (anything else, misuse
- * included, takes the checked path). */
-static inline const struct vc_page_entry *small_entry(const void *p, size_t size)
-{
-	uintptr_t a = (uintptr_t)p, unit = a >> VC_UNIT_SHIFT;
-	if (VC_UNLIKELY(unit >= VC_REGISTRY_BYTES || vc_registry_bytes[unit] != VC_UNIT_SEGMENT))
-		return NULL;
-	const struct vc_segment *s = vc_segment_of(p);
-	const struct vc_page_entry *e = vc_page_entry_of(s, p);
-	/* Entries of other spans have no objects: the check below fails for them. */
-	size_t off = (a & (VC_UNIT_SIZE - 1)) - e->span_offset;
-	/* objects rises while the span is carved (central.c, relaxed stores): any value
-	 * read covers the objects handed out before this one reached the caller. */
-	if (VC_LIKELY(vc_object_index_of(e->inverse, e->shift, off) <
-			      __atomic_load_n(&e->objects, __ATOMIC_RELAXED) &&
-		      size <= e->size))
-		return e;
-	return NULL;
 }
 
 static void free_large(struct vc_span *sp)
@@ -229,7 +171,7 @@ static void free_large(struct vc_span *sp)
 }
 
 /* Every free that is not of a small object, and every misuse. */
-static VC_NOINLINE void free_checked(void *p, const char *func)
+VC_NOINLINE void vc_free_checked(void *p, const char *func)
 {
 	struct vc_span *sp = NULL;
 	struct vc_huge_header *h = NULL;
@@ -237,7 +179,7 @@ static VC_NOINLINE void free_checked(void *p, const char *func)
 		vc_report("invalid pointer (freed before any allocation)", func, p);
 	switch (classify(p, func, &sp, &h)) {
 	case VC_KIND_SMALL:
-		free_small(sp->sizeclass, sp->node, sp->tag_key,
+		vc_free_small(sp->sizeclass, sp->node, sp->tag_key,
 			   vc_local_lanes(sp->lane, vc_classes[sp->sizeclass].size), p, func);
 		return;
 	case VC_KIND_LARGE:
@@ -250,19 +192,6 @@ static VC_NOINLINE void free_checked(void *p, const char *func)
 		return;
 	}
 	}
-}
-
-void vc_free(void *p)
-{
-	/* The common case inline: a small object in a segment, at an object start. */
-	const struct vc_page_entry *e = small_entry(p, 0);
-	if (VC_LIKELY(e != NULL)) {
-		free_small(e->sizeclass, e->node, e->tag_key, e->local_lanes, p, "free");
-		return;
-	}
-	if (p == NULL)
-		return;
-	free_checked(p, "free");
 }
 
 /* Usable size of p; a small object that is already free is reported as
@@ -291,15 +220,8 @@ size_t vc_usable_size(const void *p)
 	return usable_of(p, "malloc_usable_size", "use of a freed pointer");
 }
 
-void vc_free_sized(void *p, size_t n, size_t align)
+VC_NOINLINE void vc_free_sized_checked(void *p, size_t n)
 {
-	/* Inline like free() when n fits the block: a size larger than the block is
-	 * reported by the checked path below. */
-	const struct vc_page_entry *e = small_entry(p, n);
-	if (VC_LIKELY(e != NULL)) {
-		free_small(e->sizeclass, e->node, e->tag_key, e->local_lanes, p, "free_sized");
-		return;
-	}
 	if (!p)
 		return;
 	if (VC_UNLIKELY(vc_g.registry == NULL))
@@ -307,8 +229,13 @@ void vc_free_sized(void *p, size_t n, size_t align)
 	size_t usable = usable_of(p, "free_sized", "double free");
 	if (VC_UNLIKELY(n > usable))
 		vc_report("size mismatch (size larger than the block)", "free_sized", p);
-	(void)align;
-	free_checked(p, "free_sized");
+	vc_free_checked(p, "free_sized");
+}
+
+void vc_free_sized(void *p, size_t n, size_t align)
+{
+	(void)align; /* the block's own alignment is what free needs */
+	vc_free_sized_inline(p, n);
 }
 
 void *vc_calloc(size_t n, size_t size)
@@ -342,7 +269,7 @@ void *vc_memalign(size_t align, size_t n)
 	if (c) {
 		void *p;
 		if (VC_LIKELY(vc_cache_pop(c, &p)))
-			return finish_small(p);
+			return vc_finish_small(p);
 		return malloc_small_slow(c);
 	}
 	if (align <= VC_PAGE_SIZE && n <= VC_LARGE_MAX)
@@ -408,7 +335,7 @@ void *vc_realloc(void *p, size_t n)
 		return NULL;
 	}
 	/* A small block is read through its page entry, as free() reads it. */
-	const struct vc_page_entry *e = small_entry(p, 0);
+	const struct vc_page_entry *e = vc_small_entry(p, 0);
 	if (VC_LIKELY(e != NULL))
 		return realloc_small(p, e->sizeclass, e->tag_key, n);
 	struct vc_span *sp = NULL;

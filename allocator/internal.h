@@ -304,13 +304,13 @@ static inline uint8_t vc_local_lanes(unsigned lane, uint32_t size)
 {
 	return vc_g.remote_lanes && size <= VC_REMOTE_MAX_SIZE
 		       ? (uint8_t)(1u << (lane % VC_CENTRAL_LANES))
-		       : 0xff;
+		       : (uint8_t)VC_ALL_LANES;
 }
 /* Whether class c's frees from a foreign lane take the remote path (its spans'
  * local_lanes name one lane). */
 static inline bool vc_class_has_remote_path(unsigned c)
 {
-	return vc_local_lanes(0, vc_classes[c].size) != 0xff;
+	return vc_local_lanes(0, vc_classes[c].size) != VC_ALL_LANES;
 }
 void vc_remote_init(void) VC_HIDDEN;
 /* p (of class c, node `node`, tagged free) was freed by a thread running as an id of
@@ -341,7 +341,8 @@ extern uint64_t vc_cache_node_moves VC_HIDDEN;
 extern uint64_t vc_cache_fallback_ops VC_HIDDEN;
 extern uint64_t vc_cache_surplus_drains VC_HIDDEN;
 
-/* ---- alloc.c: the malloc family (exported through override.c) ---- */
+/* ---- alloc.c: the malloc family (exported through override.c; vc_malloc and vc_free
+ * are defined there, over alloc_fast.h) ---- */
 void *vc_malloc(size_t n) VC_HIDDEN;
 void vc_free(void *p) VC_HIDDEN;
 void *vc_calloc(size_t n, size_t size) VC_HIDDEN;

@@ -1,21 +1,27 @@
 /* allocator/override.c - the exported malloc API. Every entry point is a thin
- * wrapper over alloc.c, so shared, static and preloaded builds are one
- * implementation. Argument rules follow C17/POSIX and glibc where they differ. */
-#include "internal.h"
+ * wrapper over alloc.c (malloc and free are aliases of the hit paths, below), so
+ * shared, static and preloaded builds are one implementation. Argument rules follow
+ * C17/POSIX and glibc where they differ. */
+#include "alloc_fast.h"
 
 #include <errno.h>
 
 #define VC_ALIAS_ATTR VC_EXPORT __attribute__((used))
 
-VC_ALIAS_ATTR void *malloc(size_t n)
+/* malloc and free are aliases of vc_malloc and vc_free, which carry the hit paths
+ * themselves (alloc_fast.h): a program's call lands there without a jump through a
+ * wrapper. */
+void *vc_malloc(size_t n)
 {
-	return vc_malloc(n);
+	return vc_malloc_inline(n);
 }
+VC_ALIAS_ATTR void *malloc(size_t n) __attribute__((alias("vc_malloc")));
 
-VC_ALIAS_ATTR void free(void *p)
+void vc_free(void *p)
 {
-	vc_free(p);
+	vc_free_inline(p, "free");
 }
+VC_ALIAS_ATTR void free(void *p) __attribute__((alias("vc_free")));
 
 VC_ALIAS_ATTR void cfree(void *p)
 {
@@ -108,12 +114,13 @@ VC_ALIAS_ATTR size_t malloc_usable_size(void *p)
 
 VC_ALIAS_ATTR void free_sized(void *p, size_t n)
 {
-	vc_free_sized(p, n, 0);
+	vc_free_sized_inline(p, n);
 }
 
 VC_ALIAS_ATTR void free_aligned_sized(void *p, size_t align, size_t n)
 {
-	vc_free_sized(p, n, align);
+	(void)align; /* the block's own alignment is what free needs */
+	vc_free_sized_inline(p, n);
 }
 
 VC_ALIAS_ATTR int malloc_trim(size_t pad)

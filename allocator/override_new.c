@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "alloc_fast.h"
 
 #define CXX_EXPORT __attribute__((visibility("default"), used))
 
@@ -61,7 +61,9 @@ static inline void *try_allocate(size_t n, size_t align)
 	return align ? vc_memalign(align, n) : vc_malloc(n);
 }
 
-__attribute__((noinline)) static void *allocate_retry(size_t n, size_t align)
+/* Everything but a cache hit of an unaligned new: the allocation, then the new
+ * handler's loop when it fails. */
+__attribute__((noinline)) static void *allocate_slow(size_t n, size_t align)
 {
 	for (;;) {
 		void *p = try_allocate(n, align);
@@ -76,8 +78,10 @@ __attribute__((noinline)) static void *allocate_retry(size_t n, size_t align)
 
 static inline void *allocate(size_t n, size_t align)
 {
-	void *p = try_allocate(n, align);
-	return __builtin_expect(p != NULL, 1) ? p : allocate_retry(n, align);
+	void *p;
+	if (!align && VC_LIKELY(vc_malloc_hit(n, &p)))
+		return p;
+	return allocate_slow(n, align);
 }
 
 /* nothrow forms: `runtime_name` is the mangled name of the same operator, whose
@@ -102,9 +106,9 @@ static inline void *allocate_nothrow(size_t n, size_t align, const char *runtime
 	return __builtin_expect(p != NULL, 1) ? p : allocate_nothrow_slow(n, align, runtime_name);
 }
 
-/* operator new(size_t), new[](size_t) */
+/* operator new(size_t), new[](size_t): the hit path of malloc inline */
 CXX_EXPORT void *_Znwm(size_t n) { return allocate(n, 0); }
-CXX_EXPORT void *_Znam(size_t n) { return allocate(n, 0); }
+CXX_EXPORT void *_Znam(size_t n) __attribute__((alias("_Znwm")));
 /* operator new(size_t, std::align_val_t), new[] */
 CXX_EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t a) { return allocate(n, a); }
 CXX_EXPORT void *_ZnamSt11align_val_t(size_t n, size_t a) { return allocate(n, a); }
@@ -131,14 +135,15 @@ CXX_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t a, const vo
 	return allocate_nothrow(n, a, "_ZnamSt11align_val_tRKSt9nothrow_t");
 }
 
-/* operator delete(void *), delete[], and their nothrow forms */
-CXX_EXPORT void _ZdlPv(void *p) { vc_free(p); }
-CXX_EXPORT void _ZdaPv(void *p) { vc_free(p); }
+/* operator delete(void *), delete[] (free's hit path inline), and their nothrow forms */
+CXX_EXPORT void _ZdlPv(void *p) { vc_free_inline(p, "free"); }
+CXX_EXPORT void _ZdaPv(void *p) __attribute__((alias("_ZdlPv")));
 CXX_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; vc_free(p); }
 CXX_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; vc_free(p); }
-/* operator delete(void *, size_t), delete[] */
-CXX_EXPORT void _ZdlPvm(void *p, size_t n) { vc_free_sized(p, n, 0); }
-CXX_EXPORT void _ZdaPvm(void *p, size_t n) { vc_free_sized(p, n, 0); }
+/* operator delete(void *, size_t), delete[]: what C++14 code calls most (sized
+ * deallocation), free_sized's hit path inline */
+CXX_EXPORT void _ZdlPvm(void *p, size_t n) { vc_free_sized_inline(p, n); }
+CXX_EXPORT void _ZdaPvm(void *p, size_t n) __attribute__((alias("_ZdlPvm")));
 /* operator delete(void *, std::align_val_t), delete[], and their nothrow forms */
 CXX_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t a) { (void)a; vc_free(p); }
 CXX_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t a) { (void)a; vc_free(p); }

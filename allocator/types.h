@@ -207,6 +207,8 @@ struct vc_class_info {
 /* Lanes of a central list: vCPU id modulo this picks the lane whose spans it
  * carves (central.c). */
 #define VC_CENTRAL_LANES 8
+/* A page entry's local_lanes when every lane is local (vc_local_lanes). */
+#define VC_ALL_LANES ((1u << VC_CENTRAL_LANES) - 1)
 struct vc_central {
 	vc_lock_t lock;
 	uint32_t transfer_count;

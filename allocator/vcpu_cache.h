@@ -39,6 +39,13 @@ enum vc_fast_path {
 	VC_FAST_NONE = 4, /* fallback mode, or before start-up */
 };
 
+/* What a push did. */
+enum vc_push {
+	VC_PUSHED = 0,
+	VC_PUSH_MISS = 1,   /* the slow path's to handle */
+	VC_PUSH_REMOTE = 2, /* the id is of a lane the span does not count as local */
+};
+
 #if !VC_RSEQ_NO_CRITICAL_SECTIONS
 /* limit bounds the ids used (vc_g.nvcpus, or vc_g.mm_cid_limit, see vc_cache_pop).
  * It is passed by address and read where it is compared: held in a register across
@@ -65,14 +72,19 @@ enum vc_fast_path {
 				return false;                                           \
 		}                                                                       \
 	}                                                                               \
-	static inline bool vc_cache_push_##name(unsigned c, void *p, unsigned node,    \
-						bool numa, const uint32_t *limit)       \
+	static inline enum vc_push vc_cache_push_##name(unsigned c, void *p,           \
+							unsigned node, unsigned lanes,  \
+							bool numa,                      \
+							const uint32_t *limit)          \
 	{                                                                               \
 		struct vc_rseq_abi *rs = vc_fast_area();                                \
 		for (;;) {                                                              \
 			uint32_t idx = vc_rseq_read_index(rs, ix);                      \
 			if (VC_UNLIKELY(idx >= *limit))                                 \
-				return false;                                           \
+				return VC_PUSH_MISS;                                    \
+			if (lanes != VC_ALL_LANES &&                                    \
+			    VC_UNLIKELY(!((lanes >> (idx % VC_CENTRAL_LANES)) & 1)))    \
+				return VC_PUSH_REMOTE;                                  \
 			char *region = vc_vcpu_region(idx);                             \
 			int r = numa ? vc_rseq_push_tagged_##name(                      \
 					   rs, idx, vc_vcpu_header(region, c), region,  \
@@ -81,9 +93,9 @@ enum vc_fast_path {
 							   vc_vcpu_header(region, c),   \
 							   region, p);                  \
 			if (VC_LIKELY(r == 0))                                          \
-				return true;                                            \
+				return VC_PUSHED;                                       \
 			if (r > 0)                                                      \
-				return false;                                           \
+				return VC_PUSH_MISS;                                    \
 		}                                                                       \
 	}
 
@@ -111,22 +123,33 @@ static inline bool vc_cache_pop(unsigned c, void **out)
 	}
 }
 
-/* Push p, an object of node `node`; fails when the cache holds another node's.
- * Same dispatch as vc_cache_pop. */
-static inline bool vc_cache_push(unsigned c, void *p, unsigned node)
+/* Push p, an object of node `node` whose span counts the lanes of the bit mask
+ * `lanes` as local (a page entry's local_lanes, VC_ALL_LANES outside the common
+ * mode): VC_PUSH_REMOTE when the id read is of another lane (remote_free.c), a miss
+ * when the cache holds another node's objects. Same dispatch as vc_cache_pop; the
+ * lane test is the common mode's alone (vc_local_lanes). */
+static inline enum vc_push vc_cache_push_lanes(unsigned c, void *p, unsigned node,
+					       unsigned lanes)
 {
-	if (VC_LIKELY(vc_cache_push_mm_cid(c, p, node, false, &vc_g.mm_cid_limit)))
-		return true;
+	enum vc_push r = vc_cache_push_mm_cid(c, p, node, lanes, false, &vc_g.mm_cid_limit);
+	if (VC_LIKELY(r != VC_PUSH_MISS))
+		return r;
 	switch (vc_g.fast) {
 	case VC_FAST_CPU_ID:
-		return vc_cache_push_cpu_id(c, p, node, false, &vc_g.nvcpus);
+		return vc_cache_push_cpu_id(c, p, node, VC_ALL_LANES, false, &vc_g.nvcpus);
 	case VC_FAST_MM_CID_NUMA:
-		return vc_cache_push_mm_cid(c, p, node, true, &vc_g.nvcpus);
+		return vc_cache_push_mm_cid(c, p, node, VC_ALL_LANES, true, &vc_g.nvcpus);
 	case VC_FAST_CPU_ID_NUMA:
-		return vc_cache_push_cpu_id(c, p, node, true, &vc_g.nvcpus);
+		return vc_cache_push_cpu_id(c, p, node, VC_ALL_LANES, true, &vc_g.nvcpus);
 	default:
-		return false;
+		return VC_PUSH_MISS;
 	}
+}
+
+/* Push p, an object of node `node`, whatever its lane. */
+static inline bool vc_cache_push(unsigned c, void *p, unsigned node)
+{
+	return vc_cache_push_lanes(c, p, node, VC_ALL_LANES) == VC_PUSHED;
 }
 
 #else
@@ -137,6 +160,15 @@ static inline bool vc_cache_pop(unsigned c, void **out)
 	(void)c;
 	(void)out;
 	return false;
+}
+static inline enum vc_push vc_cache_push_lanes(unsigned c, void *p, unsigned node,
+					       unsigned lanes)
+{
+	(void)c;
+	(void)p;
+	(void)node;
+	(void)lanes;
+	return VC_PUSH_MISS;
 }
 static inline bool vc_cache_push(unsigned c, void *p, unsigned node)
 {
