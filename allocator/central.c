@@ -166,9 +166,10 @@ static struct vc_span *recycled_span(struct vc_central *ce, unsigned c, unsigned
 	return NULL;
 }
 
-/* Take up to n objects out of the spans of `lane`. Central lock held. */
+/* Take up to n objects out of the spans of `lane`, making new spans only when
+ * `grow`. Central lock held. */
 static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c,
-				unsigned lane, void **out, unsigned n)
+				unsigned lane, void **out, unsigned n, bool grow)
 {
 	const uint32_t size = vc_classes[c].size;
 	unsigned got = 0;
@@ -177,7 +178,7 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 		if (!sp)
 			sp = recycled_span(ce, c, lane);
 		if (!sp) {
-			sp = new_span(node, c, lane);
+			sp = grow ? new_span(node, c, lane) : NULL;
 			if (!sp)
 				break;
 			vc_span_list_push(&ce->nonempty[lane], sp);
@@ -196,7 +197,8 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 	return got;
 }
 
-unsigned vc_central_remove(unsigned node, unsigned c, unsigned lane, void **out, unsigned n)
+static unsigned remove_objects(unsigned node, unsigned c, unsigned lane, void **out,
+			       unsigned n, bool grow)
 {
 	struct vc_central *ce = vc_central_of(node, c);
 	lane %= VC_CENTRAL_LANES;
@@ -215,9 +217,24 @@ unsigned vc_central_remove(unsigned node, unsigned c, unsigned lane, void **out,
 		LOCKED_ADD(ce->free_objects, -(uint64_t)1);
 	}
 	if (got < n)
-		got += take_from_spans(ce, node, c, lane, out + got, n - got);
+		got += take_from_spans(ce, node, c, lane, out + got, n - got, grow);
 	vc_unlock(&ce->lock);
 	return got;
+}
+
+unsigned vc_central_remove(unsigned node, unsigned c, unsigned lane, void **out, unsigned n)
+{
+	return remove_objects(node, c, lane, out, n, true);
+}
+
+unsigned vc_central_remove_free(unsigned node, unsigned c, unsigned lane, void **out,
+				unsigned n)
+{
+	/* An unlocked look first: a caller tries every node in turn. */
+	struct vc_central *ce = vc_central_of(node, c);
+	if (__atomic_load_n(&ce->free_objects, __ATOMIC_RELAXED) == 0)
+		return 0;
+	return remove_objects(node, c, lane, out, n, false);
 }
 
 /* Return one object to its span. Central lock held. */

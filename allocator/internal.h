@@ -278,11 +278,14 @@ static inline struct vc_central *vc_central_of(unsigned node, unsigned c)
 	return &vc_central_nodes[node][c];
 }
 void vc_central_init(void) VC_HIDDEN;
-/* Up to n free objects of class c into out[]; returns how many (0: OOM). */
-/* Up to n objects of (node, class c) into out; lane: the caller's vCPU id (any
- * number; taken modulo the lanes). */
+/* Up to n objects of (node, class c) into out; returns how many (0: OOM). lane: the
+ * caller's vCPU id (any number; taken modulo the lanes). */
 unsigned vc_central_remove(unsigned node, unsigned c, unsigned lane, void **out,
 			   unsigned n) VC_HIDDEN;
+/* The same from the objects the node's lists hold free (transfer array, spans in
+ * use), without making a span: 0 when there are none. */
+unsigned vc_central_remove_free(unsigned node, unsigned c, unsigned lane, void **out,
+				unsigned n) VC_HIDDEN;
 /* Give n free objects (all tagged free) of class c back. */
 void vc_central_insert(unsigned c, void *const *in, unsigned n) VC_HIDDEN;
 /* Empty the transfer arrays into spans and free wholly free spans. */

@@ -277,8 +277,10 @@ struct vc_vcpu {
 				       opened before that is over. Under `lock` */
 	/* Written under `lock` (populate, drain, node move, resizes, fallback mode). */
 	struct {
-		uint8_t node;       /* node of the cached objects; slow paths read it
-				       unlocked (relaxed) to notice a node move */
+		uint8_t node;       /* node of the cached objects (a roaming thread's
+				       region also holds other nodes', vcpu_cache.c);
+				       slow paths read it unlocked (relaxed) to notice
+				       a node move */
 		struct vc_capacity cap;
 		uint16_t high_water[VC_NUM_CLASSES]; /* highest capacity since the region
 							was last released (pages touched);

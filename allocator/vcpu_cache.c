@@ -54,7 +54,68 @@ void vc_cache_init(void)
 }
 
 static void note_peak(uint32_t idx);
-static void move_to_node(uint32_t idx, unsigned node);
+/* A thread whose slow paths saw it change node twice within VC_ROAM_MS is roaming:
+ * the region it runs as keeps its objects when it changes node (retagged, not
+ * emptied), its frees of other nodes' objects stay there, and its refills take
+ * free objects of any node before its node makes a span. Such a thread cannot have
+ * local memory anyway; emptying its region into the old node's lists at every move
+ * left each node's lists full of what the threads that passed by brought there:
+ * memory times the node count (allocator/README.md, NUMA). A thread that stays on
+ * its node, or was moved once (numa_local's migration), never roams. It is the
+ * thread that is judged, not the id: an id handed between threads of different
+ * nodes changes node without any thread moving. */
+#define VC_ROAM_MS 1000
+
+struct thread_nodes {
+	uint8_t node_plus_1;   /* the node its last slow path saw, plus 1; 0: none */
+	uint8_t older;         /* which of changed_ms is the older */
+	uint32_t changed_ms[2]; /* vc_os_now_ms() (low 32 bits, never 0) of its last two
+				   node changes; 0: not yet */
+};
+static __thread struct thread_nodes thread_nodes __attribute__((tls_model("initial-exec")));
+
+/* The calling thread runs on `node` (a slow path's view); whether it is roaming.
+ * Only in vcpu mode with node tags: a cpu-mode region serves whichever threads run
+ * on its CPU, so it never changes node, and other nodes' objects a roaming thread
+ * left there would go to threads that stay. */
+static bool thread_roaming(unsigned node)
+{
+	if (!vc_g.numa_cache || vc_g.mode != VCMALLOC_INDEX_VCPU)
+		return false;
+	struct thread_nodes *t = &thread_nodes;
+	uint64_t now = 0;
+	if (t->node_plus_1 != node + 1) {
+		if (t->node_plus_1 != 0) {
+			now = vc_os_now_ms();
+			uint32_t ms = (uint32_t)now;
+			t->changed_ms[t->older] = ms ? ms : 1;
+			t->older ^= 1;
+		}
+		t->node_plus_1 = (uint8_t)(node + 1);
+	}
+	uint32_t oldest = t->changed_ms[t->older];
+	if (oldest == 0)
+		return false;
+	if (now == 0)
+		now = vc_os_now_ms();
+	return (uint32_t)now - oldest < VC_ROAM_MS;
+}
+
+/* A batch for a roaming thread: the free objects of its node's lists, else of
+ * another node's (those were brought there by threads that passed by), before the
+ * node makes a span. */
+static unsigned take_free_any_node(unsigned node, unsigned c, uint32_t idx, void **buf)
+{
+	for (unsigned k = 0; k < vc_g.nnodes; k++) {
+		unsigned n = vc_central_remove_free((node + k) % vc_g.nnodes, c, idx, buf,
+						    vc_classes[c].batch);
+		if (n)
+			return n;
+	}
+	return 0;
+}
+
+static void move_to_node(uint32_t idx, unsigned node, bool roam);
 static void drain_surplus(uint32_t idx);
 
 /* Populates so far: the clock of last_use (struct vc_vcpu's counters), which orders
@@ -432,20 +493,28 @@ void *vc_cache_alloc_slow(unsigned c)
 	if (vc_cache_pop(c, &p))
 		return p;
 	unsigned node = vc_current_node();
+	const bool roam = thread_roaming(node);
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE)) {
 		populate(idx, node);
 	} else if (vc_g.numa_cache && __atomic_load_n(&v->locked.node, __ATOMIC_RELAXED) != node) {
 		/* This vCPU id now runs on another node: flush its cache (objects go
-		 * home to their node) and start again with local objects. */
-		move_to_node(idx, node);
+		 * home to their node) and start again with local objects; for a roaming
+		 * thread it keeps its objects, which may serve this miss. */
+		move_to_node(idx, node, roam);
+		if (vc_cache_pop(c, &p))
+			return p;
 	}
 	count_slow_event(v, c);
 	if (vc_lock_try(&v->lock)) {
 		adapt_capacity(rs, idx, c);
 		vc_unlock(&v->lock);
 	}
-	unsigned n = vc_central_remove(node, c, idx, buf, vc_classes[c].batch);
+	unsigned n = 0;
+	if (roam)
+		n = take_free_any_node(node, c, idx, buf);
+	if (n == 0)
+		n = vc_central_remove(node, c, idx, buf, vc_classes[c].batch);
 	if (n == 0)
 		return NULL;
 	if (n > 1)
@@ -473,23 +542,30 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
 	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE)) {
 		populate(idx, vc_current_node());
 	}
+	/* Any node's object, freed by a roaming thread. */
+	bool any_node = false;
 	if (vc_g.numa_cache && __atomic_load_n(&v->locked.node, __ATOMIC_RELAXED) != node) {
-		/* A remote object goes home to its node's central list. */
-		vc_central_insert(c, &p, 1);
-		return;
+		if (!thread_roaming(vc_current_node())) {
+			/* A remote object goes home to its node's central list. */
+			vc_central_insert(c, &p, 1);
+			return;
+		}
+		any_node = true;
+		if (vc_cache_push_any_node(c, p))
+			return;
 	}
 	count_slow_event(v, c);
 	if (vc_lock_try(&v->lock)) {
 		adapt_capacity(rs, idx, c);
 		vc_unlock(&v->lock);
 	}
-	if (vc_cache_push(c, p, node))
+	if (any_node ? vc_cache_push_any_node(c, p) : vc_cache_push(c, p, node))
 		return;
 	/* Still full: move the top batch to central, then push. */
 	for (int tries = 0; tries < 3; tries++) {
 		if (!vc_slab_spill_top(rs, c, vc_classes[c].batch, vc_central_insert))
 			break;
-		if (vc_cache_push(c, p, node)) {
+		if (any_node ? vc_cache_push_any_node(c, p) : vc_cache_push(c, p, node)) {
 			vc_maintain();
 			return;
 		}
@@ -630,14 +706,15 @@ static void drain_surplus(uint32_t idx)
 }
 
 /* idx's id now runs on `node`, not on the node its cache holds objects of: empty
- * the cache (the objects go home) and reopen it for `node`. Like a drain (stop,
- * fence, move) but the region's pages stay: the id is in use, and releasing them
- * would only make the next operations fault them back in (each release and each
- * first write after it flushes the TLB of every CPU the process ran on). The slot
- * pages touched so far stay resident and stay counted (high_water is kept). */
-static void move_to_node(uint32_t idx, unsigned node)
+ * the cache (the objects go home) and reopen it for `node`; for a roaming thread
+ * (thread_roaming), only retag it. Like a drain (stop, fence, move) but the
+ * region's pages stay: the id is in use, and releasing them would only make the
+ * next operations fault them back in (each release and each first write after it
+ * flushes the TLB of every CPU the process ran on). The slot pages touched so far
+ * stay resident and stay counted (high_water is kept). */
+static void move_to_node(uint32_t idx, unsigned node, bool roam)
 {
-	if (!can_stop_others())
+	if (!roam && !can_stop_others())
 		return; /* cannot stop the sections of another CPU: the cache stays as is */
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	claim_id(idx);
@@ -647,6 +724,13 @@ static void move_to_node(uint32_t idx, unsigned node)
 		populate_locked(idx, node);
 		vc_unlock(&v->lock);
 		note_peak(idx);
+		return;
+	}
+	if (roam) {
+		vc_slab_retag(idx, node);
+		__atomic_store_n(&v->locked.node, (uint8_t)node, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&vc_cache_node_moves, 1, __ATOMIC_RELAXED);
+		vc_unlock(&v->lock);
 		return;
 	}
 	vc_slab_stop(idx);

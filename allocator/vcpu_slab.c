@@ -22,6 +22,14 @@ void vc_slab_open(uint32_t idx, unsigned node)
 	}
 }
 
+void vc_slab_retag(uint32_t idx, unsigned node)
+{
+	/* The sections read the tag inside the critical section. One of the thread
+	 * that ran as idx before, which read the old tag and commits after this store,
+	 * leaves an object of the old node: a roaming region may hold those anyway. */
+	__atomic_store_n(vc_vcpu_node_tag(vc_vcpu_region(idx)), node, __ATOMIC_RELAXED);
+}
+
 bool vc_slab_stop(uint32_t idx)
 {
 	/* No resize can be in flight: resizes hold this vCPU's lock. */

@@ -5,7 +5,8 @@
  *
  * Layout: vc_g.vcpu_regions reserves VC_VCPU_REGION bytes of address space every
  * 2^VC_VCPU_STRIDE_SHIFT bytes for each possible vCPU id. A region is 65536 slots of
- * 8 bytes: slot 0 is the node tag (the node of the region's objects), slots 1..96
+ * 8 bytes: slot 0 is the node tag (the node of the region's objects; a roaming
+ * region, vcpu_cache.c, also holds objects of the nodes it came from), slots 1..96
  * the header words of classes 1..96, then each class's slot array from
  * vc_classes[c].slot_base; a class's live objects are slots [begin, current), its
  * capacity end - begin, begin always its slot_base while the stack is live.
@@ -82,6 +83,9 @@ typedef void (*vc_slab_spill_fn)(unsigned c, void *const *objs, unsigned n);
 
 /* zero -> open: every class empty with capacity 0, the node tag `node`. */
 void vc_slab_open(uint32_t idx, unsigned node) VC_HIDDEN;
+/* Open region, lock held: the region serves node `node` from now on and keeps its
+ * objects (a roaming region's node move). */
+void vc_slab_retag(uint32_t idx, unsigned node) VC_HIDDEN;
 /* open/stopped -> stopped: compare-and-swap every header to its stop word. Returns
  * true when some header was live (a late single-object commit made it live again
  * after an earlier stop). */

@@ -5,8 +5,12 @@
  * ask the kernel where each page lies (get_mempolicy MPOL_F_NODE|MPOL_F_ADDR). Then
  * the threads migrate to another node, free what a thread of another node
  * allocated (remote frees), and allocate again: objects recycled through vCPU
- * caches must still be local. Passes when >= 99% of objects are local in every
- * phase and, after everything is freed, no node holds live bytes.
+ * caches must still be local. Then every worker roams: it hops to another node
+ * every few milliseconds while it allocates, fills, checks and frees blocks, and
+ * frees blocks another worker filled (a roaming thread's region keeps objects of
+ * every node, allocator/README.md: NUMA); no block may lose its contents. Passes
+ * when >= 99% of objects are local in the first two phases, every roaming block
+ * kept its contents, and, after everything is freed, no node holds live bytes.
  *
  * Usage: numa-local [objects-per-thread]   (needs >= 2 NUMA nodes; exits 77 on one)
  */
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vcmalloc.h"
@@ -103,6 +108,75 @@ static struct worker *workers;
 static int nworkers;
 static pthread_barrier_t barrier;
 
+enum { ROAM_HOPS = 40, ROAM_BLOCKS = 64 };
+static long roam_corrupt;
+
+/* Byte j of a roaming block of `owner` holding `sz` bytes. */
+static unsigned char roam_byte(int owner, size_t sz, size_t j)
+{
+	return (unsigned char)(owner * 31 + sz + j * 7);
+}
+
+static void roam_fill(char *p, int owner, size_t sz)
+{
+	for (size_t j = 0; j < sz; j += 61)
+		p[j] = (char)roam_byte(owner, sz, j);
+}
+
+static int roam_intact(const char *p, int owner, size_t sz)
+{
+	for (size_t j = 0; j < sz; j += 61)
+		if ((unsigned char)p[j] != roam_byte(owner, sz, j))
+			return 0;
+	return 1;
+}
+
+/* Phase 3: hop to the next node every round (a roaming thread from the second hop
+ * on); each round frees and checks the blocks the previous worker filled in its
+ * round (handed over through the barrier), replaces half of its own, and checks
+ * the rest. */
+static void roam(struct worker *w, int idx)
+{
+	struct worker *prev = &workers[(idx + nworkers - 1) % nworkers];
+	int node = w->node;
+	for (int i = 0; i < ROAM_BLOCKS; i++) {
+		w->sizes[i] = size_for((unsigned)(i * 5 + idx));
+		w->objs[i] = malloc(w->sizes[i]);
+		roam_fill(w->objs[i], idx, w->sizes[i]);
+	}
+	for (int hop = 0; hop < ROAM_HOPS; hop++) {
+		node = (node + 1) % nnodes;
+		pin(first_cpu_of(node, idx / nnodes));
+		for (int i = 0; i < ROAM_BLOCKS; i += 2) {
+			if (!roam_intact(w->objs[i], idx, w->sizes[i]))
+				__atomic_add_fetch(&roam_corrupt, 1, __ATOMIC_RELAXED);
+			free(w->objs[i]);
+			w->sizes[i] = size_for((unsigned)(i * 5 + idx + hop + 1));
+			w->objs[i] = malloc(w->sizes[i]);
+			roam_fill(w->objs[i], idx, w->sizes[i]);
+		}
+		pthread_barrier_wait(&barrier);
+		/* The odd blocks of the previous worker: checked, freed here, replaced by
+		 * blocks it will find refilled at its next round. */
+		int pidx = (int)(prev - workers);
+		for (int i = 1; i < ROAM_BLOCKS; i += 2) {
+			if (!roam_intact(prev->objs[i], pidx, prev->sizes[i]))
+				__atomic_add_fetch(&roam_corrupt, 1, __ATOMIC_RELAXED);
+			free(prev->objs[i]);
+			prev->objs[i] = malloc(prev->sizes[i]);
+			roam_fill(prev->objs[i], pidx, prev->sizes[i]);
+		}
+		pthread_barrier_wait(&barrier);
+		struct timespec pause = {0, 2 * 1000 * 1000};
+		nanosleep(&pause, NULL);
+	}
+	for (int i = 0; i < ROAM_BLOCKS; i++) {
+		if (!roam_intact(w->objs[i], idx, w->sizes[i]))
+			__atomic_add_fetch(&roam_corrupt, 1, __ATOMIC_RELAXED);
+		free(w->objs[i]);
+	}
+}
+
 static void *run(void *arg)
 {
 	struct worker *w = arg;
@@ -129,6 +203,8 @@ static void *run(void *arg)
 	pthread_barrier_wait(&barrier);
 	for (int i = 0; i < objects; i++)
 		free(w->objs[i]);
+	pthread_barrier_wait(&barrier);
+	roam(w, idx);
 	return NULL;
 }
 
@@ -215,13 +291,22 @@ int main(int argc, char **argv)
 		       (unsigned long long)st.node[n].resident_bytes,
 		       (unsigned long long)st.node[n].cached_bytes);
 	printf("allocated bytes after freeing everything: %llu\n", (unsigned long long)live);
-	int ok = local * 100 >= (local + remote) * 99 && local1 * 100 >= (local1 + remote1) * 99;
+	printf("roaming: %d hops of %d workers, %ld block(s) lost their contents; "
+	       "node moves of vCPU regions %llu\n",
+	       ROAM_HOPS, nworkers, roam_corrupt, (unsigned long long)st.vcpu_node_moves);
+	int ok = 1;
+	if (local * 100 < (local + remote) * 99 || local1 * 100 < (local1 + remote1) * 99) {
+		printf("FAIL: fewer than 99%% of objects are local\n");
+		ok = 0;
+	}
+	if (roam_corrupt) {
+		printf("FAIL: roaming blocks lost their contents\n");
+		ok = 0;
+	}
 	/* The main thread's own bookkeeping allocations stay live: a few KiB. */
 	if (live > (1u << 20)) {
 		printf("FAIL: %llu bytes still counted as allocated\n", (unsigned long long)live);
 		ok = 0;
 	}
-	if (!ok)
-		printf("FAIL: fewer than 99%% of objects are local\n");
 	return ok ? 0 : 1;
 }
