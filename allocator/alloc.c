@@ -93,7 +93,7 @@ static void *malloc_big(size_t n)
 VC_NOINLINE void *vc_malloc_slow(size_t n)
 {
 	if (n <= VC_SMALL_MAX)
-		return malloc_small_slow(n <= 1024 ? vc_small_class[(n + 15) >> 4] : vc_class_of(n));
+		return malloc_small_slow(vc_class_of(n));
 	return malloc_big(n);
 }
 
@@ -180,7 +180,7 @@ VC_NOINLINE void vc_free_checked(void *p, const char *func)
 	switch (classify(p, func, &sp, &h)) {
 	case VC_KIND_SMALL:
 		vc_free_small(sp->sizeclass, sp->node, sp->tag_key,
-			   vc_local_lanes(sp->lane, vc_classes[sp->sizeclass].size), p, func);
+			      vc_local_lanes(sp->lane, vc_classes[sp->sizeclass].size), p, func);
 		return;
 	case VC_KIND_LARGE:
 		free_large(sp);
@@ -390,8 +390,7 @@ size_t vc_usable_for(size_t n, size_t align)
 	vc_ensure_init(); /* the class sizes are filled in at start-up */
 	if (align <= 16) {
 		if (n <= VC_SMALL_MAX)
-			return vc_classes[n <= 1024 ? vc_small_class[(n + 15) >> 4] : vc_class_of(n)]
-			    .size;
+			return vc_classes[vc_class_of(n)].size;
 		if (n <= VC_LARGE_MAX)
 			return span_bytes_for(n);
 	} else {

@@ -156,20 +156,12 @@ static inline bool vc_cache_push(unsigned c, void *p, unsigned node)
 	return vc_cache_push_lanes(c, p, node, VC_ALL_LANES) == VC_PUSHED;
 }
 
-/* Push p whatever its node and the region's tag: into a roaming region
- * (vcpu_cache.c), in the node-tagged modes only. */
+/* Push p whatever its node and the region's tag: into the region of a roaming
+ * thread (vcpu_cache.c), which exists in node-tagged vcpu mode only. */
 static inline bool vc_cache_push_any_node(unsigned c, void *p)
 {
-	switch (vc_g.fast) {
-	case VC_FAST_MM_CID_NUMA:
-		return vc_cache_push_mm_cid(c, p, 0, VC_ALL_LANES, false, &vc_g.nvcpus) ==
-		       VC_PUSHED;
-	case VC_FAST_CPU_ID_NUMA:
-		return vc_cache_push_cpu_id(c, p, 0, VC_ALL_LANES, false, &vc_g.nvcpus) ==
-		       VC_PUSHED;
-	default:
-		return false;
-	}
+	return vc_g.fast == VC_FAST_MM_CID_NUMA &&
+	       vc_cache_push_mm_cid(c, p, 0, VC_ALL_LANES, false, &vc_g.nvcpus) == VC_PUSHED;
 }
 
 #else
