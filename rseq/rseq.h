@@ -281,6 +281,26 @@ extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
 #define VC_RSEQ_STR_(x) #x
 #define VC_RSEQ_STR(x) VC_RSEQ_STR_(x)
 
+/* Slab sections (vc_rseq_slab_pop_<index>, vc_rseq_slab_push_<index>): the stacks
+ * of the index the calling thread runs as, in a slab of per-index regions: index
+ * i's region starts at *base + (i << VC_RSEQ_SLAB_SHIFT), stack k's header is the
+ * k-th word of the region, and positions count 8-byte slots from the region's start
+ * (the layout of the forms above, with header and slots in one region). The section
+ * itself reads the index, after publishing its descriptor: from that load on,
+ * whatever moves the thread (preemption, migration, a signal) aborts the section,
+ * so the index is never compared with one read before it. They fail (1, nothing
+ * written) when the index is >= *limit, as on an empty stack (pop) or a full or
+ * stopped one (push); the push also returns 2, nothing written, when bit
+ * (index & VC_RSEQ_SLAB_LANES_MASK) of `lanes` is clear. -1: aborted, retry.
+ *   int vc_rseq_slab_pop_<index>(char *const *base, const uint32_t *limit,
+ *                                uintptr_t stack, void **out);
+ *   int vc_rseq_slab_push_<index>(char *const *base, const uint32_t *limit,
+ *                                 uintptr_t stack, uint32_t lanes, void *p);
+ * Architectures without their own (VC_RSEQ_HAVE_SLAB_OPS) get them below, built
+ * from the forms that compare an index read before the section. */
+#define VC_RSEQ_SLAB_SHIFT 21
+#define VC_RSEQ_SLAB_LANES_MASK 7
+
 /* Critical sections exist where an architecture header defines them; elsewhere
  * VC_RSEQ_NO_CRITICAL_SECTIONS is 1, none of the helpers below is declared, and the
  * allocator runs only its locked fallback mode (allocator/init.c). */
@@ -313,6 +333,39 @@ extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
 #define vc_rseq_cmpeq_store(ix, ...) VC_RSEQ_DISPATCH(cmpeq_store, ix, __VA_ARGS__)
 #define vc_rseq_pop_local(ix, ...) VC_RSEQ_DISPATCH(pop_local, ix, __VA_ARGS__)
 #define vc_rseq_push_tagged(ix, ...) VC_RSEQ_DISPATCH(push_tagged, ix, __VA_ARGS__)
+
+#if !defined(VC_RSEQ_HAVE_SLAB_OPS)
+#define VC_RSEQ_DEFINE_SLAB_OPS(name, ix)                                               \
+	static inline int vc_rseq_slab_pop_##name(char *const *base, const uint32_t *limit, \
+						  uintptr_t stack, void **out)          \
+	{                                                                               \
+		struct vc_rseq_abi *rs = vc_rseq_area_unchecked();                      \
+		uint32_t idx = vc_rseq_read_index(rs, ix);                              \
+		if (idx >= *limit)                                                      \
+			return 1;                                                       \
+		char *region = *base + ((size_t)idx << VC_RSEQ_SLAB_SHIFT);             \
+		return vc_rseq_pop_##name(rs, idx, (struct vc_rseq_stack *)region + stack, \
+					  region, out);                                 \
+	}                                                                               \
+	static inline int vc_rseq_slab_push_##name(char *const *base,                   \
+						   const uint32_t *limit, uintptr_t stack, \
+						   uint32_t lanes, void *p)             \
+	{                                                                               \
+		struct vc_rseq_abi *rs = vc_rseq_area_unchecked();                      \
+		uint32_t idx = vc_rseq_read_index(rs, ix);                              \
+		if (idx >= *limit)                                                      \
+			return 1;                                                       \
+		if (!((lanes >> (idx & VC_RSEQ_SLAB_LANES_MASK)) & 1))                  \
+			return 2;                                                       \
+		char *region = *base + ((size_t)idx << VC_RSEQ_SLAB_SHIFT);             \
+		return vc_rseq_push_##name(rs, idx, (struct vc_rseq_stack *)region + stack, \
+					   region, p);                                  \
+	}
+VC_RSEQ_DEFINE_SLAB_OPS(cpu_id, VC_RSEQ_INDEX_CPU_ID)
+VC_RSEQ_DEFINE_SLAB_OPS(mm_cid, VC_RSEQ_INDEX_MM_CID)
+#endif
+#define vc_rseq_slab_pop(ix, ...) VC_RSEQ_DISPATCH(slab_pop, ix, __VA_ARGS__)
+#define vc_rseq_slab_push(ix, ...) VC_RSEQ_DISPATCH(slab_push, ix, __VA_ARGS__)
 #endif
 
 #endif

@@ -339,3 +339,93 @@ VC_RSEQ_DEFINE_CMPEQ_STORE(mm_cid, 24)
 	}
 VC_RSEQ_DEFINE_NODE_OPS(cpu_id, 4)
 VC_RSEQ_DEFINE_NODE_OPS(mm_cid, 24)
+
+/* Slab forms (rseq.h, "Slab sections"): the section reads the index itself, right
+ * after publishing its descriptor, so no compare of a caller's index is needed and
+ * the caller computes nothing before it. The area is addressed through %fs at the
+ * process's offset (one load of a global, no read of the thread pointer). rdx holds
+ * the index, then the region; rax the header word; r8 the scratch of the bound and
+ * lane tests and the position. */
+#define VC_RSEQ_ASM_SLAB_PROLOGUE(field_off)                                            \
+	".pushsection __rseq_cs, \"aw\"\n\t"                                            \
+	".balign 32\n\t"                                                                \
+	"3:\n\t"                                                                        \
+	".long 0x0, 0x0\n\t"                                                            \
+	".quad 1f, (2f - 1f), 4f\n\t"                                                   \
+	".popsection\n\t"                                                               \
+	"leaq 3b(%%rip), %%rax\n\t"                                                     \
+	"movq %%rax, %%fs:" VC_RSEQ_STR(VC_RSEQ_OFF_RSEQ_CS) "(%[area])\n\t"            \
+	"1:\n\t"                                                                        \
+	"movl %%fs:" VC_RSEQ_STR(field_off) "(%[area]), %%edx\n\t" VC_RSEQ_INJECT_ASM(1) \
+	"cmpl %[limit], %%edx\n\t"                                                      \
+	"jae %l[cmpfail]\n\t"
+/* The index in rdx becomes its region's address. */
+#define VC_RSEQ_ASM_SLAB_REGION                                                         \
+	"shlq $" VC_RSEQ_STR(VC_RSEQ_SLAB_SHIFT) ", %%rdx\n\t"                          \
+	"addq %[base], %%rdx\n\t"
+
+#define VC_RSEQ_HAVE_SLAB_OPS 1
+#define VC_RSEQ_DEFINE_SLAB_OPS(name, field_off)                                        \
+	static inline __attribute__((always_inline)) int vc_rseq_slab_pop_##name(      \
+	    char *const *base, const uint32_t *limit, uintptr_t stack, void **out)      \
+	{                                                                               \
+		void *obj;                                                              \
+		__asm__ goto(VC_RSEQ_ASM_SLAB_PROLOGUE(field_off)                       \
+			     VC_RSEQ_ASM_SLAB_REGION                                    \
+			     "movq (%%rdx, %[stack], 8), %%rax\n\t"                     \
+			     "movq %%rax, %%r8\n\t"                                     \
+			     "shrq $" VC_RSEQ_STR(VC_RSEQ_STACK_BEGIN_SHIFT) ", %%r8\n\t" \
+			     "cmpw %%r8w, %%ax\n\t"                                     \
+			     "jbe %l[cmpfail]\n\t"                                      \
+			     "movzwl %%ax, %%r8d\n\t"                                   \
+			     "movq -8(%%rdx, %%r8, 8), %[obj]\n\t" VC_RSEQ_INJECT_ASM(2) \
+			     "decq %%rax\n\t"                                           \
+			     "movq %%rax, (%%rdx, %[stack], 8)\n\t" /* commit */        \
+			     VC_RSEQ_ASM_EPILOGUE                                       \
+			     : [obj] "=&r"(obj)                                         \
+			     : [area] "r"(vc_rseq_info_.area_offset), [limit] "m"(*limit), \
+			       [base] "m"(*base), [stack] "r"(stack)                    \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "rdx", "r8", "memory", "cc" \
+			     : aborted, cmpfail);                                       \
+		*out = obj;                                                     \
+		return 0;                                                       \
+	aborted:                                                                        \
+		return -1;                                                      \
+	cmpfail:                                                                        \
+		return 1;                                                       \
+	}                                                                               \
+	static inline __attribute__((always_inline)) int vc_rseq_slab_push_##name(     \
+	    char *const *base, const uint32_t *limit, uintptr_t stack, uint32_t lanes,  \
+	    void *p)                                                                    \
+	{                                                                               \
+		__asm__ goto(VC_RSEQ_ASM_SLAB_PROLOGUE(field_off)                       \
+			     "movl %%edx, %%r8d\n\t"                                    \
+			     "andl $" VC_RSEQ_STR(VC_RSEQ_SLAB_LANES_MASK) ", %%r8d\n\t" \
+			     "btl %%r8d, %[lanes]\n\t"                                  \
+			     "jnc %l[other_lane]\n\t" VC_RSEQ_ASM_SLAB_REGION           \
+			     "movq (%%rdx, %[stack], 8), %%rax\n\t"                     \
+			     "movq %%rax, %%r8\n\t"                                     \
+			     "shrq $" VC_RSEQ_STR(VC_RSEQ_STACK_END_SHIFT) ", %%r8\n\t" \
+			     "cmpw %%r8w, %%ax\n\t"                                     \
+			     "jae %l[cmpfail]\n\t"                                      \
+			     "movzwl %%ax, %%r8d\n\t"                                   \
+			     "movq %[p], (%%rdx, %%r8, 8)\n\t" VC_RSEQ_INJECT_ASM(2)    \
+			     "incq %%rax\n\t"                                           \
+			     "movq %%rax, (%%rdx, %[stack], 8)\n\t" /* commit */        \
+			     VC_RSEQ_ASM_EPILOGUE                                       \
+			     :                                                          \
+			     : [area] "r"(vc_rseq_info_.area_offset), [limit] "m"(*limit), \
+			       [base] "m"(*base), [stack] "r"(stack), [lanes] "r"(lanes), \
+			       [p] "r"(p)                                               \
+			     : VC_RSEQ_INJECT_CLOBBERS "rax", "rdx", "r8", "memory", "cc" \
+			     : aborted, cmpfail, other_lane);                           \
+		return 0;                                                       \
+	aborted:                                                                        \
+		return -1;                                                      \
+	cmpfail:                                                                        \
+		return 1;                                                       \
+	other_lane:                                                                     \
+		return 2;                                                       \
+	}
+VC_RSEQ_DEFINE_SLAB_OPS(cpu_id, 4)
+VC_RSEQ_DEFINE_SLAB_OPS(mm_cid, 24)

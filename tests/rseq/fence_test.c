@@ -123,9 +123,9 @@ static void fence_now(void)
 /* Steps 1-4 of the header comment on index i; false when step 1 lost a race. */
 static bool drain(unsigned i)
 {
-	struct per_index *st = &set.at[i];
-	uint64_t *word = vc_rseq_stack_word_of(&st->hdr);
-	uint64_t old = stack_header_load(&st->hdr);
+	struct per_index *st = stack_at(&set, i);
+	uint64_t *word = vc_rseq_stack_word_of(stack_hdr(st));
+	uint64_t old = stack_header_load(stack_hdr(st));
 	struct vc_rseq_stack live = vc_rseq_stack_unpack(old);
 	uint64_t stop = zero_stop ? 0 : stopped_word(live);
 	if (live.begin != STACK_BEGIN ||
@@ -138,7 +138,7 @@ static bool drain(unsigned i)
 	/* A section in flight at the stop may have completed before the fence returned:
 	 * its commit store holds the final `current`. */
 	unsigned current = live.current;
-	uint64_t now = stack_header_load(&st->hdr);
+	uint64_t now = stack_header_load(stack_hdr(st));
 	if (!zero_stop) {
 		/* A late batch commit changed only `current`; a late single-object commit
 		 * wrote back a live word: stop it again and fence again (rseq.h). */
@@ -147,7 +147,7 @@ static bool drain(unsigned i)
 			dr.restops++;
 			vc_rseq_stack_stop(word);
 			fence_now();
-			now = stack_header_load(&st->hdr);
+			now = stack_header_load(stack_hdr(st));
 		}
 		struct vc_rseq_stack h = vc_rseq_stack_unpack(now);
 		VCT_EXPECT(h.begin == VC_RSEQ_STACK_STOPPED_BEGIN && h.end == 0 && h.reserved == 0,
@@ -164,7 +164,7 @@ static bool drain(unsigned i)
 							    __ATOMIC_RELAXED))
 				;
 			fence_now();
-			now = stack_header_load(&st->hdr);
+			now = stack_header_load(stack_hdr(st));
 		}
 	}
 	pthread_mutex_lock(&pool_lock);
@@ -303,7 +303,7 @@ int main(int argc, char **argv)
 	cpu_list_allowed(&allowed);
 
 	stack_set_init(&set, info->has_mm_cid ? VC_RSEQ_INDEX_MM_CID : VC_RSEQ_INDEX_CPU_ID,
-		       info->possible_cpus, END);
+		       STACK_LAYOUT_ARRAY, info->possible_cpus, END);
 	long objects = (long)threads * BAG_INIT;
 	workers = aligned_alloc(64, (size_t)threads * sizeof *workers);
 	pool_size = 2 * objects;

@@ -16,7 +16,25 @@
  *     is the compare that protects a thread whose index changed between its read and
  *     the section;
  *   - vc_rseq_addv adds, vc_rseq_cmpeq_store stores the 64-bit word.
- * The thread is pinned to one CPU so that its cpu_id stays put. A -1 from a section
+ * The slab forms (vc_rseq_slab_pop / vc_rseq_slab_push, rseq.h "Slab sections"), on
+ * one slab of possible-CPUs regions: the thread's index (read with vc_rseq_read_index)
+ * picks region `index`, whose first SLAB_SLOTS slots are the header at slot SLAB_STACK,
+ * live slots [SLAB_BEGIN, SLAB_END) and guards everywhere else; the first SLAB_SLOTS
+ * slots of a neighbouring index's region are guards too. "Nothing written" below means
+ * both regions byte-for-byte as before the call, and the output untouched:
+ *   - pop on empty returns 1, four pushes fill the stack, push on full returns 1, four
+ *     pops hand the objects back top first and leave {begin, begin, end}; headers are
+ *     the exact words (reserved 0), guards intact;
+ *   - index >= *limit (limits 0 and the index): pop and push return 1 and write
+ *     nothing (a push whose lane is clear too: 1 or 2); limits index + 1, possible
+ *     CPUs and UINT32_MAX (an unsigned compare) let both work;
+ *   - lanes with bit (index & VC_RSEQ_SLAB_LANES_MASK) clear (0, all other bits set):
+ *     push returns 2 and writes nothing; that bit alone lets it push;
+ *   - the all-zero header and the stop word (with several currents) make pop and push
+ *     return 1 and write nothing;
+ *   - the neighbouring index's region is never written.
+ * The thread is pinned to one CPU so that its cpu_id stays put (and, single-threaded,
+ * its mm_cid): the slab sections read the index themselves. A -1 from a section
  * given the right index means the thread was preempted inside it: the helpers retry.
  * Built twice: the injection build runs with a delay loop at every injection point and
  * also checks vc_rseq_inject_aborts == the number of -1 returns (every abort handler
@@ -29,6 +47,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #if defined(VC_RSEQ_INJECT) && VC_RSEQ_INJECT
 #define INJECT_BUILD 1
@@ -39,8 +58,14 @@
 #define GUARD(k) ((void *)(uintptr_t)(0x9a7d0000u + (unsigned)(k)))
 #define OBJ(k) ((void *)(uintptr_t)(0x1000u + (unsigned)(k)))
 #define UNTOUCHED ((void *)(uintptr_t)0x5eed)
+/* Guard value of slot k of the neighbouring region of the slab checks. */
+#define NGUARD(k) ((void *)(uintptr_t)(0x9a7e0000u + (unsigned)(k)))
 
 enum { SLOTS = 16, BEGIN = 2, END = 6 };
+/* The slab checks' region: header at slot SLAB_STACK, below the live slots. */
+enum { SLAB_SLOTS = 16, SLAB_STACK = 1, SLAB_BEGIN = 4, SLAB_END = 8 };
+_Static_assert(SLAB_STACK < SLAB_BEGIN && SLAB_BEGIN < SLAB_END && SLAB_END < SLAB_SLOTS,
+	       "the header and a guard at each side of the live slots");
 
 static struct vc_rseq_abi *rs;
 static uint32_t foreign_index; /* an index no thread ever has */
@@ -284,6 +309,227 @@ static void foreign_index_semantics(enum vc_rseq_index ix, const char *name)
 		   minus_ones - before);
 }
 
+static char *slab;	    /* possible_cpus regions of 1 << VC_RSEQ_SLAB_SHIFT bytes */
+static uint32_t slab_count; /* possible_cpus */
+
+static void **slab_region(uint32_t i)
+{
+	return (void **)(void *)(slab + ((size_t)i << VC_RSEQ_SLAB_SHIFT));
+}
+
+/* The header word of region i; only ever accessed as a 64-bit word (and by the
+ * sections). */
+static uint64_t *slab_header(uint32_t i)
+{
+	return vc_rseq_stack_word_of((struct vc_rseq_stack *)(void *)(slab_region(i) + SLAB_STACK));
+}
+
+/* A region next to idx's that no section of this thread may touch; UINT32_MAX when
+ * there is only one. */
+static uint32_t slab_neighbour(uint32_t idx)
+{
+	return idx + 1 < slab_count ? idx + 1 : idx > 0 ? idx - 1 : UINT32_MAX;
+}
+
+/* Region idx: header word `hdr`, every other of its first SLAB_SLOTS slots a guard;
+ * the neighbour's first SLAB_SLOTS slots all guards. */
+static void slab_reset(uint32_t idx, uint64_t hdr)
+{
+	void **region = slab_region(idx);
+	for (int k = 0; k < SLAB_SLOTS; k++)
+		if (k != SLAB_STACK)
+			region[k] = GUARD(k);
+	*slab_header(idx) = hdr;
+	uint32_t nb = slab_neighbour(idx);
+	if (nb != UINT32_MAX)
+		for (int k = 0; k < SLAB_SLOTS; k++)
+			slab_region(nb)[k] = NGUARD(k);
+}
+
+/* The first SLAB_SLOTS slots of region idx and of its neighbour, as bytes. */
+struct slab_snapshot {
+	unsigned char own[SLAB_SLOTS * sizeof(void *)];
+	unsigned char neighbour[SLAB_SLOTS * sizeof(void *)];
+};
+
+static void slab_snap(struct slab_snapshot *snap, uint32_t idx)
+{
+	uint32_t nb = slab_neighbour(idx);
+	memcpy(snap->own, slab_region(idx), sizeof snap->own);
+	memset(snap->neighbour, 0, sizeof snap->neighbour);
+	if (nb != UINT32_MAX)
+		memcpy(snap->neighbour, slab_region(nb), sizeof snap->neighbour);
+}
+
+/* Nothing was written to either region since slab_snap. */
+static bool slab_unchanged(const struct slab_snapshot *snap, uint32_t idx)
+{
+	struct slab_snapshot now;
+	slab_snap(&now, idx);
+	return memcmp(&now, snap, sizeof now) == 0;
+}
+
+/* Region idx holds the live header {current, SLAB_BEGIN, SLAB_END} (reserved 0) and
+ * want[0..] in [SLAB_BEGIN, current), guards outside [SLAB_BEGIN, SLAB_END) (slots in
+ * [current, SLAB_END) may hold leftovers and are not checked); the neighbour holds its
+ * guards. */
+static void expect_slab(const char *what, uint32_t idx, unsigned current, void *const *want)
+{
+	uint64_t w = __atomic_load_n(slab_header(idx), __ATOMIC_RELAXED);
+	struct vc_rseq_stack h = vc_rseq_stack_unpack(w);
+	VCT_EXPECT(w == vc_rseq_stack_word((uint16_t)current, SLAB_BEGIN, SLAB_END),
+		   "%s: header {%u, %u, %u, reserved %u}, expected {%u, %u, %u, reserved 0}", what,
+		   h.current, h.begin, h.end, h.reserved, current, SLAB_BEGIN, SLAB_END);
+	void **region = slab_region(idx);
+	for (unsigned k = 0; k < SLAB_SLOTS; k++) {
+		if (k == SLAB_STACK)
+			continue;
+		if (k >= SLAB_BEGIN && k < current)
+			VCT_EXPECT(region[k] == want[k - SLAB_BEGIN],
+				   "%s: slot %u holds %p, expected %p", what, k, region[k],
+				   want[k - SLAB_BEGIN]);
+		else if (k < SLAB_BEGIN || k >= SLAB_END)
+			VCT_EXPECT(region[k] == GUARD(k), "%s: guard slot %u overwritten", what, k);
+	}
+	uint32_t nb = slab_neighbour(idx);
+	if (nb != UINT32_MAX)
+		for (unsigned k = 0; k < SLAB_SLOTS; k++)
+			VCT_EXPECT(slab_region(nb)[k] == NGUARD(k),
+				   "%s: slot %u of the neighbouring region %u overwritten", what, k,
+				   nb);
+}
+
+static int slab_pop(enum vc_rseq_index ix, const uint32_t *limit, void **out)
+{
+	int r;
+	RUN(vc_rseq_slab_pop(ix, &slab, limit, SLAB_STACK, out));
+	return r;
+}
+
+static int slab_push(enum vc_rseq_index ix, const uint32_t *limit, uint32_t lanes, void *p)
+{
+	int r;
+	RUN(vc_rseq_slab_push(ix, &slab, limit, SLAB_STACK, lanes, p));
+	return r;
+}
+
+/* The slab forms on the region of the thread's own index (see the header comment). */
+static void slab_semantics(enum vc_rseq_index ix, const char *name)
+{
+	const uint32_t idx = vc_rseq_read_index(rs, ix);
+	if (idx >= slab_count)
+		VCT_FATAL("%s %u not below possible cpus %u", name, idx, slab_count);
+	const uint32_t lane = 1u << (idx & VC_RSEQ_SLAB_LANES_MASK);
+	uint32_t limit = slab_count;
+	struct slab_snapshot snap;
+	void *one = UNTOUCHED;
+	char what[96];
+#define WHAT(s) (snprintf(what, sizeof what, "%s slab (index %u): %s", name, idx, s), what)
+
+	/* Empty, filled up to end, emptied again, in LIFO order. */
+	slab_reset(idx, vc_rseq_stack_word(SLAB_BEGIN, SLAB_BEGIN, SLAB_END));
+	slab_snap(&snap, idx);
+	VCT_EXPECT(slab_pop(ix, &limit, &one) == 1 && one == UNTOUCHED &&
+		       slab_unchanged(&snap, idx),
+		   "%s", WHAT("pop on empty must fail with 1 and write nothing"));
+	void *abcd[] = {OBJ(1), OBJ(2), OBJ(3), OBJ(4)};
+	for (int k = 0; k < 4; k++) {
+		VCT_EXPECT(slab_push(ix, &limit, UINT32_MAX, abcd[k]) == 0, "%s",
+			   WHAT("push with room"));
+		expect_slab(WHAT("after a push"), idx, SLAB_BEGIN + (unsigned)k + 1, abcd);
+	}
+	slab_snap(&snap, idx);
+	VCT_EXPECT(slab_push(ix, &limit, UINT32_MAX, OBJ(5)) == 1 && slab_unchanged(&snap, idx),
+		   "%s", WHAT("push on full must fail with 1 and write nothing"));
+	for (int k = 3; k >= 0; k--) {
+		one = UNTOUCHED;
+		VCT_EXPECT(slab_pop(ix, &limit, &one) == 0 && one == abcd[k], "%s (got %p)",
+			   WHAT("pop must return the top"), one);
+		expect_slab(WHAT("after a pop"), idx, SLAB_BEGIN + (unsigned)k, abcd);
+	}
+	one = UNTOUCHED;
+	slab_snap(&snap, idx);
+	VCT_EXPECT(slab_pop(ix, &limit, &one) == 1 && one == UNTOUCHED &&
+		       slab_unchanged(&snap, idx),
+		   "%s", WHAT("pop on the emptied stack must fail with 1 and write nothing"));
+
+	/* Limits: index >= *limit fails everything; any limit above the index works. */
+	void *live[] = {OBJ(41), OBJ(42)};
+	slab_reset(idx, vc_rseq_stack_word(SLAB_BEGIN + 1, SLAB_BEGIN, SLAB_END));
+	slab_region(idx)[SLAB_BEGIN] = OBJ(41);
+	const uint32_t excluding[] = {0, idx};
+	for (int b = 0; b < 2; b++) {
+		limit = excluding[b];
+		one = UNTOUCHED;
+		slab_snap(&snap, idx);
+		int r1 = slab_pop(ix, &limit, &one);
+		int r2 = slab_push(ix, &limit, UINT32_MAX, OBJ(43));
+		int r3 = slab_push(ix, &limit, ~lane, OBJ(43));
+		VCT_EXPECT(r1 == 1 && r2 == 1 && (r3 == 1 || r3 == 2) && one == UNTOUCHED &&
+			       slab_unchanged(&snap, idx),
+			   "%s slab: index %u, limit %u: pop %d, push %d, push on a clear lane %d; "
+			   "must be 1, 1, 1 or 2 and write nothing",
+			   name, idx, limit, r1, r2, r3);
+	}
+	const uint32_t including[] = {idx + 1, slab_count, UINT32_MAX};
+	for (int b = 0; b < 3; b++) {
+		limit = including[b];
+		int r1 = slab_push(ix, &limit, UINT32_MAX, OBJ(42));
+		expect_slab(WHAT("after a push with the index below the limit"), idx,
+			    SLAB_BEGIN + 2, live);
+		one = UNTOUCHED;
+		int r2 = slab_pop(ix, &limit, &one);
+		VCT_EXPECT(r1 == 0 && r2 == 0 && one == OBJ(42),
+			   "%s slab: index %u, limit %u: push %d, pop %d (got %p); must be 0, 0 "
+			   "and give back the object",
+			   name, idx, limit, r1, r2, one);
+		expect_slab(WHAT("after a pop with the index below the limit"), idx, SLAB_BEGIN + 1,
+			    live);
+	}
+	limit = slab_count;
+
+	/* Lanes: the push needs bit (index & mask) of lanes; the pop has no lanes. */
+	const uint32_t other_lanes[] = {0, ~lane};
+	for (int b = 0; b < 2; b++) {
+		slab_snap(&snap, idx);
+		int r = slab_push(ix, &limit, other_lanes[b], OBJ(44));
+		VCT_EXPECT(r == 2 && slab_unchanged(&snap, idx),
+			   "%s slab: index %u, lanes %#x: push %d; must be 2 and write nothing",
+			   name, idx, other_lanes[b], r);
+	}
+	void *with_44[] = {OBJ(41), OBJ(44)};
+	VCT_EXPECT(slab_push(ix, &limit, lane, OBJ(44)) == 0, "%s",
+		   WHAT("push with only the index's lane bit set must push"));
+	expect_slab(WHAT("after a push on its lane"), idx, SLAB_BEGIN + 2, with_44);
+	one = UNTOUCHED;
+	VCT_EXPECT(slab_pop(ix, &limit, &one) == 0 && one == OBJ(44), "%s",
+		   WHAT("pop after the lane push must return it"));
+	expect_slab(WHAT("after popping the lane push"), idx, SLAB_BEGIN + 1, live);
+
+	/* Stopped headers. */
+	static const unsigned currents[] = {0, 1, SLAB_BEGIN, 5, 0xfffe, 0xffff};
+	for (int z = 0; z < 1 + (int)(sizeof currents / sizeof currents[0]); z++) {
+		bool zero = z == 0;
+		unsigned cur = zero ? 0 : currents[z - 1];
+		slab_reset(idx, zero ? 0
+				     : vc_rseq_stack_stop_word(vc_rseq_stack_word(
+					   (uint16_t)cur, SLAB_BEGIN, SLAB_END)));
+		one = UNTOUCHED;
+		slab_snap(&snap, idx);
+		int r1 = slab_pop(ix, &limit, &one);
+		int r2 = slab_push(ix, &limit, UINT32_MAX, OBJ(45));
+		int r3 = slab_push(ix, &limit, lane, OBJ(45));
+		VCT_EXPECT(r1 == 1 && r2 == 1 && r3 == 1 && one == UNTOUCHED &&
+			       slab_unchanged(&snap, idx),
+			   "%s slab: %s stopped header (current %u): pop %d push %d push on its "
+			   "lane %d, must all be 1 and write nothing",
+			   name, zero ? "all-zero" : "stop-word", cur, r1, r2, r3);
+	}
+	uint32_t after = vc_rseq_read_index(rs, ix);
+	VCT_EXPECT(after == idx, "%s moved from %u to %u during the slab checks", name, idx, after);
+#undef WHAT
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -301,6 +547,11 @@ int main(void)
 	cpu_list_allowed(&allowed);
 	pin_self(allowed.cpu[0]);
 	foreign_index = info->possible_cpus + 7;
+	slab_count = info->possible_cpus;
+	slab = mmap(NULL, (size_t)slab_count << VC_RSEQ_SLAB_SHIFT, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (slab == MAP_FAILED)
+		VCT_FATAL("mmap of the slab (%u regions)", slab_count);
 #if INJECT_BUILD
 	vc_rseq_inject_delay = 500; /* no yield: it would abort on a busy CPU every time */
 #endif
@@ -311,11 +562,15 @@ int main(void)
 		foreign_index_semantics(VC_RSEQ_INDEX_CPU_ID, "cpu_id");
 		if (info->has_mm_cid)
 			foreign_index_semantics(VC_RSEQ_INDEX_MM_CID, "mm_cid");
+		slab_semantics(VC_RSEQ_INDEX_CPU_ID, "cpu_id");
+		if (info->has_mm_cid)
+			slab_semantics(VC_RSEQ_INDEX_MM_CID, "mm_cid");
 		if (vct_failures())
 			break;
 	}
 	printf("%s build, owner %s, pinned to cpu %d (mm_cid %d): 100 rounds of every "
-	       "operation on %s; %ld -1 returns (%ld from preemption, retried)\n",
+	       "operation, slab forms included, on %s; %ld -1 returns (%ld from preemption, "
+	       "retried)\n",
 	       INJECT_BUILD ? "injection" : "plain",
 	       info->owner == VC_RSEQ_OWNER_GLIBC ? "glibc" : "self", allowed.cpu[0],
 	       vc_rseq_current_mm_cid(), info->has_mm_cid ? "both indexes" : "the cpu_id index",
@@ -327,5 +582,6 @@ int main(void)
 		   "abort handlers entered %ld times but callers saw %ld aborts",
 		   (long)vc_rseq_inject_aborts, minus_ones);
 #endif
+	munmap(slab, (size_t)slab_count << VC_RSEQ_SLAB_SHIFT);
 	return vct_exit();
 }

@@ -3,24 +3,30 @@
  *
  * Usage: stacks-test [--threads=48] [--ms=1000]
  *
- * The objects are the integers 1..M, stored as pointers. There are two sets of
- * per-index stacks (stack_set.h), one indexed by mm_cid, one by cpu_id. Each worker
- * of the crowd (crowd.h: pinned, free and hopping threads, many more than CPUs) holds
- * a private bag of objects and, in a loop, picks a set at random and does one of
+ * The objects are the integers 1..M, stored as pointers. There are four sets of
+ * per-index stacks (stack_set.h): one indexed by mm_cid and one by cpu_id in the array
+ * layout, and the same two in the slab layout, where push one and pop one are the slab
+ * sections (vc_rseq_slab_push / vc_rseq_slab_pop, which read the index themselves)
+ * while the batches and resizes are the forms given an index read before, on the
+ * same headers. Each worker of the crowd (crowd.h: pinned, free and hopping threads,
+ * many more than CPUs) holds a private bag of objects and, in a loop, picks one of the
+ * four sets uniformly at random and does one of
  *   push one, pop one, push_batch or pop_batch of 1..BATCH_MAX objects,
  *   resize: vc_rseq_cmpeq_store of the whole header word with a new `end`,
- * on the stack of its current index, re-reading the index and retrying after every
- * abort (-1). SIGUSR1 handlers move one object between a per-thread pocket and the
- * current mm_cid stack (a critical section nested in a thread whose own section the
- * signal has just aborted).
+ * on the stack of its current index, retrying after every abort (-1). SIGUSR1 handlers
+ * move one object between a per-thread pocket and the current mm_cid stack, of the
+ * array set and of the slab set in turn (a critical section nested in a thread whose
+ * own section the signal has just aborted).
  *
  * Checked at the end, when every thread has stopped:
  *   - each object 1..M is in exactly one place: the live slots [begin, current) of a
  *     stack, a bag or a pocket. Two threads committing on one index at once, or a
  *     commit after an abort, lose or duplicate objects;
- *   - every header has begin <= current <= end <= STACK_END_MAX, and the guard
- *     slots outside [STACK_BEGIN, STACK_END_MAX) are intact;
- *   - objects in stacks == objects pushed - objects popped, summed over all threads.
+ *   - every header, in all four sets, has begin <= current <= end <= STACK_END_MAX
+ *     and reserved 0, and the guard slots outside [STACK_BEGIN, STACK_END_MAX) (the
+ *     header's excepted) are intact;
+ *   - objects in stacks == objects pushed - objects popped, summed over all threads;
+ *   - every kind of operation completed, the slab pushes and pops included.
  *
  * Built twice, like counters-test: with rseq_inject_dep the knobs of inject_knobs.h
  * widen every critical section (and the index window, index_window.h), and vc_rseq_inject_aborts
@@ -59,24 +65,30 @@ struct worker {
 } __attribute__((aligned(64)));
 
 static const struct vc_rseq_info *info;
-static struct stack_set sets[2]; /* [0] by mm_cid, [1] by cpu_id */
+/* [0] by mm_cid, [1] by cpu_id, in the array layout; [2] and [3] the same indexes in
+ * the slab layout. */
+enum { SETS = 4 };
+_Static_assert((SETS & (SETS - 1)) == 0, "a set is picked by the low bits of a random word");
+static struct stack_set sets[SETS];
 static struct worker *workers;
 
 static __thread void *tls_pocket[POCKET_MAX];
 static __thread int tls_pocket_n;
 static __thread uint64_t tls_handler_rng = 0x2545F4914F6CDD1DULL;
 static __thread struct stack_counts tls_handler;
+static __thread unsigned tls_handler_turn; /* even: the array set, odd: the slab set */
 
 static void on_signal(void)
 {
 	int saved = errno;
 	uint64_t r = vct_rand(&tls_handler_rng);
+	const struct stack_set *s = &sets[tls_handler_turn++ & 1 ? 2 : 0];
 	if (tls_pocket_n == POCKET_MAX || (tls_pocket_n > 0 && (r & 1))) {
-		if (stack_push_one(&sets[0], tls_pocket[tls_pocket_n - 1], &tls_handler) == 0)
+		if (stack_push_one(s, tls_pocket[tls_pocket_n - 1], &tls_handler) == 0)
 			tls_pocket_n--;
 	} else {
 		void *p;
-		if (stack_pop_one(&sets[0], &p, &tls_handler) == 0)
+		if (stack_pop_one(s, &p, &tls_handler) == 0)
 			tls_pocket[tls_pocket_n++] = p;
 	}
 	errno = saved;
@@ -99,7 +111,7 @@ static void body(int i, void *ctx)
 	struct worker *w = &workers[i];
 	while (crowd_running()) {
 		uint64_t r = vct_rand(&w->rng);
-		const struct stack_set *s = &sets[r & 1];
+		const struct stack_set *s = &sets[r & (SETS - 1)];
 		uint32_t k = 1 + (uint32_t)((r >> 8) % BATCH_MAX);
 		unsigned op = (unsigned)((r >> 16) % 5);
 		if (w->count == 0 && (op == 0 || op == 2))
@@ -152,14 +164,18 @@ int main(int argc, char **argv)
 	info = vc_rseq_init();
 	if (!info->has_cpu_id)
 		VCT_FATAL("rseq is not available (owner none): critical sections cannot run");
-	/* Without mm_cid (kernels before 6.3) both sets are indexed by cpu_id. */
+	/* Without mm_cid (kernels before 6.3) every set is indexed by cpu_id. */
 	if (!info->has_mm_cid)
-		printf("the kernel does not provide mm_cid (feature size %u): both stack sets "
-		       "are indexed by cpu_id\n",
+		printf("the kernel does not provide mm_cid (feature size %u): every stack set "
+		       "is indexed by cpu_id\n",
 		       info->kernel_feature_size);
-	stack_set_init(&sets[0], info->has_mm_cid ? VC_RSEQ_INDEX_MM_CID : VC_RSEQ_INDEX_CPU_ID,
-		       info->possible_cpus, END_INIT);
-	stack_set_init(&sets[1], VC_RSEQ_INDEX_CPU_ID, info->possible_cpus, END_INIT);
+	enum vc_rseq_index first = info->has_mm_cid ? VC_RSEQ_INDEX_MM_CID : VC_RSEQ_INDEX_CPU_ID;
+	stack_set_init(&sets[0], first, STACK_LAYOUT_ARRAY, info->possible_cpus, END_INIT);
+	stack_set_init(&sets[1], VC_RSEQ_INDEX_CPU_ID, STACK_LAYOUT_ARRAY, info->possible_cpus,
+		       END_INIT);
+	stack_set_init(&sets[2], first, STACK_LAYOUT_SLAB, info->possible_cpus, END_INIT);
+	stack_set_init(&sets[3], VC_RSEQ_INDEX_CPU_ID, STACK_LAYOUT_SLAB, info->possible_cpus,
+		       END_INIT);
 	long objects = (long)threads * BAG_INIT;
 	workers = aligned_alloc(64, (size_t)threads * sizeof *workers);
 	unsigned *seen = calloc((size_t)objects + 1, sizeof *seen);
@@ -200,7 +216,7 @@ int main(int argc, char **argv)
 		in_bags += w->count;
 		in_pockets += w->pocket_n;
 	}
-	for (int s = 0; s < 2; s++) {
+	for (int s = 0; s < SETS; s++) {
 		long live = stack_set_audit(&sets[s], seen, objects);
 		printf("%s stacks: %ld objects left in %u stacks\n", sets[s].name, live,
 		       sets[s].count);
@@ -218,6 +234,8 @@ int main(int argc, char **argv)
 	       "%ld aborts\n",
 	       all.push_ops, all.pop_ops, all.push_batch_ops, all.pop_batch_ops, all.objects_pushed,
 	       all.objects_popped, all.full, all.empty, all.resizes, all.resize_stale, all.aborts);
+	printf("slab sections: %ld objects pushed, %ld popped (workers); %ld, %ld (handlers)\n",
+	       all.slab_pushed, all.slab_popped, handlers.slab_pushed, handlers.slab_popped);
 	printf("signal handlers: %ld pushes, %ld pops, %ld aborts\n", handlers.objects_pushed,
 	       handlers.objects_popped, handlers.aborts);
 	printf("objects: %ld in all: %ld in stacks, %ld in bags, %ld in pockets; "
@@ -231,7 +249,8 @@ int main(int argc, char **argv)
 	VCT_EXPECT(in_stacks == net, "stacks hold %ld objects, but pushes - pops = %ld", in_stacks,
 		   net);
 	VCT_EXPECT(all.objects_pushed > 0 && all.objects_popped > 0 && all.push_batch_ops > 0 &&
-		       all.pop_batch_ops > 0 && all.resizes > 0,
+		       all.pop_batch_ops > 0 && all.resizes > 0 && all.slab_pushed > 0 &&
+		       all.slab_popped > 0,
 		   "some operation never completed");
 	VCT_EXPECT(rep.signals_sent > 0 && handlers.push_ops + handlers.pop_ops > 0,
 		   "no signal reached a handler");
@@ -242,8 +261,8 @@ int main(int argc, char **argv)
 		   "abort handlers entered %ld times but callers saw %ld aborts", entered,
 		   all.aborts + handlers.aborts);
 #endif
-	stack_set_free(&sets[0]);
-	stack_set_free(&sets[1]);
+	for (int s = 0; s < SETS; s++)
+		stack_set_free(&sets[s]);
 	free(workers);
 	free(seen);
 	return vct_exit();
