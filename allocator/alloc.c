@@ -154,10 +154,21 @@ static inline enum vc_kind classify(const void *p, const char *func, struct vc_s
 	bad_pointer(p, func);
 }
 
-VC_NOINLINE void vc_free_small_slow(unsigned c, void *p, unsigned node)
+/* After the common mode's push of a small object returned r (not VC_PUSHED): the
+ * other modes' push, the remote lane, or the slow path. */
+VC_NOINLINE void vc_free_small_missed(unsigned c, void *p, enum vc_push r)
 {
+	unsigned node = vc_page_entry_of(vc_segment_of(p), p)->node;
+	if (r == VC_PUSH_MISS) {
+		r = vc_cache_push_other_modes(c, p, node);
+		if (VC_LIKELY(r == VC_PUSHED))
+			return;
+	}
 	int saved = errno;
-	vc_cache_free_slow(c, p, node);
+	if (r == VC_PUSH_REMOTE)
+		vc_remote_free(c, p, node);
+	else
+		vc_cache_free_slow(c, p, node);
 	errno = saved;
 }
 
@@ -179,7 +190,7 @@ VC_NOINLINE void vc_free_checked(void *p, const char *func)
 		vc_report("invalid pointer (freed before any allocation)", func, p);
 	switch (classify(p, func, &sp, &h)) {
 	case VC_KIND_SMALL:
-		vc_free_small(sp->sizeclass, sp->node, sp->tag_key,
+		vc_free_small(sp->sizeclass, sp->tag_key,
 			      vc_local_lanes(sp->lane, vc_classes[sp->sizeclass].size), p, func);
 		return;
 	case VC_KIND_LARGE:

@@ -20,7 +20,7 @@
 
 /* alloc.c: the paths that are not hits. */
 void *vc_malloc_slow(size_t n) VC_HIDDEN; /* after vc_malloc_hit's miss */
-void vc_free_small_slow(unsigned c, void *p, unsigned node) VC_HIDDEN;
+void vc_free_small_missed(unsigned c, void *p, enum vc_push r) VC_HIDDEN;
 void vc_free_checked(void *p, const char *func) VC_HIDDEN;
 void vc_free_sized_checked(void *p, size_t n) VC_HIDDEN;
 
@@ -56,25 +56,24 @@ static inline void *vc_malloc_inline(size_t n)
 	return vc_malloc_slow(n);
 }
 
-/* p is the start of an object of class c, node `node`, in a span whose tag key is
- * tag_key and whose page entry's local_lanes is `local_lanes`: check its free tag,
- * tag it, cache it (or hand it to remote_free.c when this thread's lane is not
- * local to the span: the push tests the id it reads). */
-static inline void vc_free_small(unsigned c, unsigned node, uint64_t tag_key,
-				 unsigned local_lanes, void *p, const char *func)
+/* p is the start of an object of class c in a span whose tag key is tag_key and
+ * whose page entry's local_lanes is `local_lanes`: check its free tag, tag it,
+ * cache it in the common mode; anything else (the other modes, a full cache, a
+ * remote lane) is vc_free_small_missed's. Only p and c are live across the push:
+ * with the node and the other modes' sections inline, free's hit path saved and
+ * restored two registers. */
+static inline void vc_free_small(unsigned c, uint64_t tag_key, unsigned local_lanes, void *p,
+				 const char *func)
 {
 	uint64_t tag = (uint64_t)(uintptr_t)p ^ tag_key;
 	uint64_t *w = p;
 	if (VC_UNLIKELY(w[1] == tag))
 		vc_report("double free", func, p);
 	w[1] = tag;
-	enum vc_push r = vc_cache_push_lanes(c, p, node, local_lanes);
+	enum vc_push r = vc_cache_push_common(c, p, local_lanes);
 	if (VC_LIKELY(r == VC_PUSHED))
 		return;
-	if (r == VC_PUSH_REMOTE)
-		vc_remote_free(c, p, node);
-	else
-		vc_free_small_slow(c, p, node);
+	vc_free_small_missed(c, p, r);
 }
 
 /* The page entry of p when p is the start of a carved object of a SMALL span
@@ -88,7 +87,7 @@ static inline const struct vc_page_entry *vc_small_entry(const void *p, size_t s
 	const struct vc_segment *s = vc_segment_of(p);
 	const struct vc_page_entry *e = vc_page_entry_of(s, p);
 	/* Entries of other spans have no objects: the check below fails for them. */
-	size_t off = (a & (VC_UNIT_SIZE - 1)) - e->span_offset;
+	uint32_t off = (uint32_t)a - e->span_low;
 	/* objects rises while the span is carved (central.c, relaxed stores): any value
 	 * read covers the objects handed out before this one reached the caller. */
 	if (VC_LIKELY(vc_object_index_of(e->inverse, e->shift, off) <
@@ -103,7 +102,7 @@ static inline void vc_free_inline(void *p, const char *func)
 	/* The common case inline: a small object in a segment, at an object start. */
 	const struct vc_page_entry *e = vc_small_entry(p, 0);
 	if (VC_LIKELY(e != NULL)) {
-		vc_free_small(e->sizeclass, e->node, e->tag_key, e->local_lanes, p, func);
+		vc_free_small(e->sizeclass, e->tag_key, e->local_lanes, p, func);
 		return;
 	}
 	if (p == NULL)
@@ -117,7 +116,7 @@ static inline void vc_free_sized_inline(void *p, size_t n)
 {
 	const struct vc_page_entry *e = vc_small_entry(p, n);
 	if (VC_LIKELY(e != NULL)) {
-		vc_free_small(e->sizeclass, e->node, e->tag_key, e->local_lanes, p, "free_sized");
+		vc_free_small(e->sizeclass, e->tag_key, e->local_lanes, p, "free_sized");
 		return;
 	}
 	vc_free_sized_checked(p, n);

@@ -39,7 +39,7 @@ void vc_span_publish(struct vc_span *sp)
 	struct vc_segment *s = vc_segment_of(sp);
 	struct vc_page_entry e = {
 		.tag_key = sp->tag_key,
-		.span_offset = (uint32_t)sp->first_page << VC_PAGE_SHIFT,
+		.span_low = (uint32_t)((uintptr_t)s + ((size_t)sp->first_page << VC_PAGE_SHIFT)),
 		.node = sp->node,
 		.local_lanes = 0xff,
 	};

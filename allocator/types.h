@@ -137,7 +137,9 @@ struct vc_span {
 struct vc_page_entry {
 	uint64_t tag_key;      /* the span's tag_key */
 	uint64_t inverse;      /* SMALL: the class's inverse (vc_object_index_of) */
-	uint32_t span_offset;  /* bytes from the segment base to the span */
+	uint32_t span_low;     /* the low 32 bits of the span's address: for p in the
+				  segment (a unit is far below 4 GiB), p's offset in the
+				  span is (uint32_t)p - span_low, one subtraction */
 	uint32_t size;         /* SMALL: the class's object size */
 	uint32_t objects;      /* SMALL: carved objects, as seen by this page; else 0 */
 	uint8_t shift;         /* SMALL: the class's shift */

@@ -47,29 +47,41 @@ enum vc_push {
 };
 
 #if !VC_RSEQ_NO_CRITICAL_SECTIONS
+_Static_assert(VC_VCPU_STRIDE_SHIFT == VC_RSEQ_SLAB_SHIFT &&
+		       VC_CENTRAL_LANES == VC_RSEQ_SLAB_LANES_MASK + 1,
+	       "the vCPU regions are the rseq layer's slab");
+
 /* limit bounds the ids used (vc_g.nvcpus, or vc_g.mm_cid_limit, see vc_cache_pop).
- * It is passed by address and read where it is compared: held in a register across
- * the retry loop it cost free's hit path a saved register (3 instructions). The lane
- * test of a push is one bit test whatever the mask, no branch on its value: with
- * many classes in use, a branch on "all lanes local" was mispredicted often enough
- * to cost wide1 5%; it is left out only where the mask is the constant
- * VC_ALL_LANES. */
+ * Without node tags, a pop or push is one slab section (rseq.h): the section reads
+ * the id, bounds it, finds the region and, for a push, tests the lane; nothing is
+ * computed before it. A slab section publishes its descriptor in the area before it
+ * reads anything, so it runs only once the area is known: *limit is 0 before
+ * start-up (the area offset is not yet read, and %fs:8 is the TCB's own data), and
+ * mm_cid_limit stays 0 in every mode but the common one. The lane test is one bit test whatever the mask, no branch on
+ * its value (with many classes in use, a branch on "all lanes local" was
+ * mispredicted often enough to cost wide1 5%). The node-tagged forms read the id
+ * first and give it to a section that compares it. */
 #define VC_DEFINE_FAST(name, ix)                                                        \
 	static inline bool vc_cache_pop_##name(unsigned c, bool numa,                   \
 					       const uint32_t *limit, void **out)       \
 	{                                                                               \
-		struct vc_rseq_abi *rs = vc_fast_area();                                \
 		for (;;) {                                                              \
-			uint32_t idx = vc_rseq_read_index(rs, ix);                      \
-			if (VC_UNLIKELY(idx >= *limit))                                 \
-				return false;                                           \
-			char *region = vc_vcpu_region(idx);                             \
-			int r = numa ? vc_rseq_pop_local_##name(                        \
-					   rs, idx, vc_vcpu_header(region, c), region,  \
-					   vc_vcpu_node_tag(region), out)               \
-				     : vc_rseq_pop_##name(rs, idx,                      \
-							  vc_vcpu_header(region, c),    \
-							  region, out);                 \
+			int r;                                                          \
+			if (!numa) {                                                    \
+				if (VC_UNLIKELY(*limit == 0))                           \
+					return false;                                   \
+				r = vc_rseq_slab_pop_##name(&vc_g.vcpu_regions, limit, c, out); \
+			} else {                                                        \
+				struct vc_rseq_abi *rs = vc_fast_area();                \
+				uint32_t idx = vc_rseq_read_index(rs, ix);              \
+				if (VC_UNLIKELY(idx >= *limit))                         \
+					return false;                                   \
+				char *region = vc_vcpu_region(idx);                     \
+				r = vc_rseq_pop_local_##name(rs, idx,                   \
+							     vc_vcpu_header(region, c), \
+							     region,                    \
+							     vc_vcpu_node_tag(region), out); \
+			}                                                               \
 			if (VC_LIKELY(r == 0))                                          \
 				return true;                                            \
 			if (r > 0)                                                      \
@@ -81,21 +93,25 @@ enum vc_push {
 							bool numa,                      \
 							const uint32_t *limit)          \
 	{                                                                               \
-		struct vc_rseq_abi *rs = vc_fast_area();                                \
 		for (;;) {                                                              \
-			uint32_t idx = vc_rseq_read_index(rs, ix);                      \
-			if (VC_UNLIKELY(idx >= *limit))                                 \
-				return VC_PUSH_MISS;                                    \
-			if (!(__builtin_constant_p(lanes) && lanes == VC_ALL_LANES) &&  \
-			    VC_UNLIKELY(!((lanes >> (idx % VC_CENTRAL_LANES)) & 1)))    \
-				return VC_PUSH_REMOTE;                                  \
-			char *region = vc_vcpu_region(idx);                             \
-			int r = numa ? vc_rseq_push_tagged_##name(                      \
-					   rs, idx, vc_vcpu_header(region, c), region,  \
-					   vc_vcpu_node_tag(region), node, p)           \
-				     : vc_rseq_push_##name(rs, idx,                     \
-							   vc_vcpu_header(region, c),   \
-							   region, p);                  \
+			int r;                                                          \
+			if (!numa) {                                                    \
+				if (VC_UNLIKELY(*limit == 0))                           \
+					return VC_PUSH_MISS;                            \
+				r = vc_rseq_slab_push_##name(&vc_g.vcpu_regions, limit, c, \
+							     lanes, p);                 \
+				if (VC_UNLIKELY(r == 2))                                \
+					return VC_PUSH_REMOTE;                          \
+			} else {                                                        \
+				struct vc_rseq_abi *rs = vc_fast_area();                \
+				uint32_t idx = vc_rseq_read_index(rs, ix);              \
+				if (VC_UNLIKELY(idx >= *limit))                         \
+					return VC_PUSH_MISS;                            \
+				char *region = vc_vcpu_region(idx);                     \
+				r = vc_rseq_push_tagged_##name(                         \
+				    rs, idx, vc_vcpu_header(region, c), region,         \
+				    vc_vcpu_node_tag(region), node, p);                 \
+			}                                                               \
 			if (VC_LIKELY(r == 0))                                          \
 				return VC_PUSHED;                                       \
 			if (r > 0)                                                      \
@@ -127,17 +143,20 @@ static inline bool vc_cache_pop(unsigned c, void **out)
 	}
 }
 
-/* Push p, an object of node `node` whose span counts the lanes of the bit mask
- * `lanes` as local (a page entry's local_lanes, VC_ALL_LANES outside the common
- * mode): VC_PUSH_REMOTE when the id read is of another lane (remote_free.c), a miss
- * when the cache holds another node's objects. Same dispatch as vc_cache_pop; the
- * lane test is the common mode's alone (vc_local_lanes). */
-static inline enum vc_push vc_cache_push_lanes(unsigned c, void *p, unsigned node,
-					       unsigned lanes)
+/* Push p, an object whose span counts the lanes of the bit mask `lanes` as local
+ * (a page entry's local_lanes), in the common mode (mm_cid, no node tags):
+ * VC_PUSH_REMOTE when the id read is of another lane (remote_free.c); a miss in
+ * every other mode (vc_cache_push_other_modes then). */
+static inline enum vc_push vc_cache_push_common(unsigned c, void *p, unsigned lanes)
 {
-	enum vc_push r = vc_cache_push_mm_cid(c, p, node, lanes, false, &vc_g.mm_cid_limit);
-	if (VC_LIKELY(r != VC_PUSH_MISS))
-		return r;
+	return vc_cache_push_mm_cid(c, p, 0, lanes, false, &vc_g.mm_cid_limit);
+}
+
+/* The other modes' push of p, an object of node `node`: a miss when the cache
+ * holds another node's objects. The lane test is the common mode's alone
+ * (vc_local_lanes). */
+static inline enum vc_push vc_cache_push_other_modes(unsigned c, void *p, unsigned node)
+{
 	switch (vc_g.fast) {
 	case VC_FAST_CPU_ID:
 		return vc_cache_push_cpu_id(c, p, node, VC_ALL_LANES, false, &vc_g.nvcpus);
@@ -148,6 +167,16 @@ static inline enum vc_push vc_cache_push_lanes(unsigned c, void *p, unsigned nod
 	default:
 		return VC_PUSH_MISS;
 	}
+}
+
+/* Both, in that order (the dispatch of vc_cache_pop). */
+static inline enum vc_push vc_cache_push_lanes(unsigned c, void *p, unsigned node,
+					       unsigned lanes)
+{
+	enum vc_push r = vc_cache_push_common(c, p, lanes);
+	if (VC_LIKELY(r != VC_PUSH_MISS))
+		return r;
+	return vc_cache_push_other_modes(c, p, node);
 }
 
 /* Push p, an object of node `node`, whatever its lane. */
@@ -173,14 +202,25 @@ static inline bool vc_cache_pop(unsigned c, void **out)
 	(void)out;
 	return false;
 }
-static inline enum vc_push vc_cache_push_lanes(unsigned c, void *p, unsigned node,
-					       unsigned lanes)
+static inline enum vc_push vc_cache_push_common(unsigned c, void *p, unsigned lanes)
+{
+	(void)c;
+	(void)p;
+	(void)lanes;
+	return VC_PUSH_MISS;
+}
+static inline enum vc_push vc_cache_push_other_modes(unsigned c, void *p, unsigned node)
 {
 	(void)c;
 	(void)p;
 	(void)node;
-	(void)lanes;
 	return VC_PUSH_MISS;
+}
+static inline enum vc_push vc_cache_push_lanes(unsigned c, void *p, unsigned node,
+					       unsigned lanes)
+{
+	(void)lanes;
+	return vc_cache_push_other_modes(c, p, node);
 }
 static inline bool vc_cache_push(unsigned c, void *p, unsigned node)
 {
