@@ -28,14 +28,17 @@
  * takes capacity back and forth between the same classes and needs more than the
  * default to stop moving batches; a program whose working set moves to other
  * classes steals from classes it no longer uses, which never miss again, and keeps
- * the option's budget. The threshold is high (8192 in half a second): bench/
+ * the option's budget. The threshold is high (4096 in half a second): bench/
  * footprint's `few` (bursts of a wide mix, then a sleep) thrashes too, and at 256 its
- * caches grew 7x and its peak RSS 18%; at 8192 they reach 3.7 MiB (+3% peak RSS)
- * while a program that does nothing but churn a wide mix still reaches 8 MiB. Cost
+ * caches grew 7x and its peak RSS 18%; at 8192 they reached 3.7 MiB (+3% peak RSS);
+ * at 4096 `few` peaks 2-4% higher than at 8192 and `server` 2-8% (host, medians of
+ * 7-9 runs), while a program that does nothing but churn a wide mix reaches 8 MiB
+ * within a tenth of its 0.3 s (bench/speed wide1: 5-7% faster than at 8192, which
+ * reached it late). Cost
  * follows the ids in use: only populated ids have a budget, and a drain returns it
  * to the option's value. */
 #define VC_BUDGET_GROWTH 8
-#define VC_BUDGET_PRESSURE 8192
+#define VC_BUDGET_PRESSURE 4096
 #define VC_STEAL_WINDOW 8
 #define VC_STEAL_MAX 8
 #define VC_MISS_HALVING 4096
