@@ -54,10 +54,8 @@ _Static_assert(VC_VCPU_STRIDE_SHIFT == VC_RSEQ_SLAB_SHIFT &&
 /* limit bounds the ids used (vc_g.nvcpus, or vc_g.mm_cid_limit, see vc_cache_pop).
  * Without node tags, a pop or push is one slab section (rseq.h): the section reads
  * the id, bounds it, finds the region and, for a push, tests the lane; nothing is
- * computed before it. A slab section publishes its descriptor in the area before it
- * reads anything, so it runs only once the area is known: *limit is 0 before
- * start-up (the area offset is not yet read, and %fs:8 is the TCB's own data), and
- * mm_cid_limit stays 0 in every mode but the common one. The lane test is one bit test whatever the mask, no branch on
+ * computed before it (before start-up, it fails at once: rseq.h). mm_cid_limit is 0
+ * in every mode but the common one, so there the first attempt fails its bound. The lane test is one bit test whatever the mask, no branch on
  * its value (with many classes in use, a branch on "all lanes local" was
  * mispredicted often enough to cost wide1 5%). The node-tagged forms read the id
  * first and give it to a section that compares it. */
@@ -68,8 +66,6 @@ _Static_assert(VC_VCPU_STRIDE_SHIFT == VC_RSEQ_SLAB_SHIFT &&
 		for (;;) {                                                              \
 			int r;                                                          \
 			if (!numa) {                                                    \
-				if (VC_UNLIKELY(*limit == 0))                           \
-					return false;                                   \
 				r = vc_rseq_slab_pop_##name(&vc_g.vcpu_regions, limit, c, out); \
 			} else {                                                        \
 				struct vc_rseq_abi *rs = vc_fast_area();                \
@@ -96,8 +92,6 @@ _Static_assert(VC_VCPU_STRIDE_SHIFT == VC_RSEQ_SLAB_SHIFT &&
 		for (;;) {                                                              \
 			int r;                                                          \
 			if (!numa) {                                                    \
-				if (VC_UNLIKELY(*limit == 0))                           \
-					return VC_PUSH_MISS;                            \
 				r = vc_rseq_slab_push_##name(&vc_g.vcpu_regions, limit, c, \
 							     lanes, p);                 \
 				if (VC_UNLIKELY(r == 2))                                \

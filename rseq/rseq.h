@@ -291,7 +291,9 @@ extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
  * so the index is never compared with one read before it. They fail (1, nothing
  * written) when the index is >= *limit, as on an empty stack (pop) or a full or
  * stopped one (push); the push also returns 2, nothing written, when bit
- * (index & VC_RSEQ_SLAB_LANES_MASK) of `lanes` is clear. -1: aborted, retry.
+ * (index & VC_RSEQ_SLAB_LANES_MASK) of `lanes` is clear. -1: aborted, retry. Before
+ * vc_rseq_init() they fail (1) at once: the area offset is still 0, and a section
+ * that published its descriptor there would write the thread's TCB.
  *   int vc_rseq_slab_pop_<index>(char *const *base, const uint32_t *limit,
  *                                uintptr_t stack, void **out);
  *   int vc_rseq_slab_push_<index>(char *const *base, const uint32_t *limit,
@@ -339,6 +341,8 @@ extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
 	static inline int vc_rseq_slab_pop_##name(char *const *base, const uint32_t *limit, \
 						  uintptr_t stack, void **out)          \
 	{                                                                               \
+		if (vc_rseq_info_.area_offset == 0)                                     \
+			return 1;                                                       \
 		struct vc_rseq_abi *rs = vc_rseq_area_unchecked();                      \
 		uint32_t idx = vc_rseq_read_index(rs, ix);                              \
 		if (idx >= *limit)                                                      \
@@ -351,6 +355,8 @@ extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
 						   const uint32_t *limit, uintptr_t stack, \
 						   uint32_t lanes, void *p)             \
 	{                                                                               \
+		if (vc_rseq_info_.area_offset == 0)                                     \
+			return 1;                                                       \
 		struct vc_rseq_abi *rs = vc_rseq_area_unchecked();                      \
 		uint32_t idx = vc_rseq_read_index(rs, ix);                              \
 		if (idx >= *limit)                                                      \

@@ -353,6 +353,8 @@ VC_RSEQ_DEFINE_NODE_OPS(mm_cid, 24)
 	".long 0x0, 0x0\n\t"                                                            \
 	".quad 1f, (2f - 1f), 4f\n\t"                                                   \
 	".popsection\n\t"                                                               \
+	"testq %[area], %[area]\n\t" /* 0: before vc_rseq_init, no area to write */    \
+	"jz %l[cmpfail]\n\t"                                                            \
 	"leaq 3b(%%rip), %%rax\n\t"                                                     \
 	"movq %%rax, %%fs:" VC_RSEQ_STR(VC_RSEQ_OFF_RSEQ_CS) "(%[area])\n\t"            \
 	"1:\n\t"                                                                        \
