@@ -337,17 +337,29 @@ extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
 #define vc_rseq_push_tagged(ix, ...) VC_RSEQ_DISPATCH(push_tagged, ix, __VA_ARGS__)
 
 #if !defined(VC_RSEQ_HAVE_SLAB_OPS)
+/* The generic slab forms' first part: this thread's area and index, and the index's
+ * region; NULL when the index is unusable (>= *limit, or before vc_rseq_init). */
+static inline char *vc_rseq_slab_region(enum vc_rseq_index ix, char *const *base,
+					const uint32_t *limit, struct vc_rseq_abi **rs,
+					uint32_t *idx)
+{
+	if (vc_rseq_info_.area_offset == 0)
+		return NULL;
+	*rs = vc_rseq_area_unchecked();
+	*idx = vc_rseq_read_index(*rs, ix);
+	if (*idx >= *limit)
+		return NULL;
+	return *base + ((size_t)*idx << VC_RSEQ_SLAB_SHIFT);
+}
 #define VC_RSEQ_DEFINE_SLAB_OPS(name, ix)                                               \
 	static inline int vc_rseq_slab_pop_##name(char *const *base, const uint32_t *limit, \
 						  uintptr_t stack, void **out)          \
 	{                                                                               \
-		if (vc_rseq_info_.area_offset == 0)                                     \
+		struct vc_rseq_abi *rs;                                                 \
+		uint32_t idx;                                                           \
+		char *region = vc_rseq_slab_region(ix, base, limit, &rs, &idx);         \
+		if (!region)                                                            \
 			return 1;                                                       \
-		struct vc_rseq_abi *rs = vc_rseq_area_unchecked();                      \
-		uint32_t idx = vc_rseq_read_index(rs, ix);                              \
-		if (idx >= *limit)                                                      \
-			return 1;                                                       \
-		char *region = *base + ((size_t)idx << VC_RSEQ_SLAB_SHIFT);             \
 		return vc_rseq_pop_##name(rs, idx, (struct vc_rseq_stack *)region + stack, \
 					  region, out);                                 \
 	}                                                                               \
@@ -355,15 +367,13 @@ extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
 						   const uint32_t *limit, uintptr_t stack, \
 						   uint32_t lanes, void *p)             \
 	{                                                                               \
-		if (vc_rseq_info_.area_offset == 0)                                     \
-			return 1;                                                       \
-		struct vc_rseq_abi *rs = vc_rseq_area_unchecked();                      \
-		uint32_t idx = vc_rseq_read_index(rs, ix);                              \
-		if (idx >= *limit)                                                      \
+		struct vc_rseq_abi *rs;                                                 \
+		uint32_t idx;                                                           \
+		char *region = vc_rseq_slab_region(ix, base, limit, &rs, &idx);         \
+		if (!region)                                                            \
 			return 1;                                                       \
 		if (!((lanes >> (idx & VC_RSEQ_SLAB_LANES_MASK)) & 1))                  \
 			return 2;                                                       \
-		char *region = *base + ((size_t)idx << VC_RSEQ_SLAB_SHIFT);             \
 		return vc_rseq_push_##name(rs, idx, (struct vc_rseq_stack *)region + stack, \
 					   region, p);                                  \
 	}
