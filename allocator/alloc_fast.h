@@ -92,7 +92,7 @@ static inline const struct vc_page_entry *vc_small_entry(const void *p, size_t s
 	 * read covers the objects handed out before this one reached the caller. */
 	if (VC_LIKELY(vc_object_index_of(e->inverse, e->shift, off) <
 			      __atomic_load_n(&e->objects, __ATOMIC_RELAXED) &&
-		      size <= e->size))
+		      size <= vc_classes[e->sizeclass].size))
 		return e;
 	return NULL;
 }

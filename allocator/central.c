@@ -131,7 +131,7 @@ static void adopt(struct vc_central *ce, struct vc_span *sp, unsigned lane)
 	sp->lane = (uint8_t)lane;
 	vc_span_list_push(&ce->nonempty[lane], sp);
 	struct vc_segment *s = vc_segment_of(sp);
-	const uint8_t mask = vc_local_lanes(lane, vc_classes[sp->sizeclass].size);
+	const uint32_t mask = vc_local_lanes(lane, vc_classes[sp->sizeclass].size);
 	for (unsigned i = 0; i < sp->npages; i++)
 		__atomic_store_n(&s->entries[sp->first_page + i].local_lanes, mask,
 				 __ATOMIC_RELAXED);

@@ -303,11 +303,11 @@ static inline uint64_t vc_tag(const void *p, const struct vc_span *sp)
 #define VC_REMOTE_MAX_SIZE 64
 /* The page entry's local_lanes of a SMALL span of lane `lane` and class size
  * `size`: every lane for large classes and outside the common mode. */
-static inline uint8_t vc_local_lanes(unsigned lane, uint32_t size)
+static inline uint32_t vc_local_lanes(unsigned lane, uint32_t size)
 {
 	return vc_g.remote_lanes && size <= VC_REMOTE_MAX_SIZE
-		       ? (uint8_t)(1u << (lane % VC_CENTRAL_LANES))
-		       : (uint8_t)VC_ALL_LANES;
+		       ? VC_LANE_MASK(1u << (lane % VC_CENTRAL_LANES))
+		       : VC_ALL_LANES;
 }
 /* Whether class c's frees from a foreign lane take the remote path (its spans'
  * local_lanes name one lane). */

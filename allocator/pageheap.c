@@ -41,12 +41,11 @@ void vc_span_publish(struct vc_span *sp)
 		.tag_key = sp->tag_key,
 		.span_low = (uint32_t)((uintptr_t)s + ((size_t)sp->first_page << VC_PAGE_SHIFT)),
 		.node = sp->node,
-		.local_lanes = 0xff,
+		.local_lanes = VC_ALL_LANES,
 	};
 	if (sp->state == VC_SPAN_SMALL) {
 		const struct vc_class_info *ci = &vc_classes[sp->sizeclass];
 		e.inverse = ci->inverse;
-		e.size = ci->size;
 		e.objects = 0; /* none carved yet (central.c raises it) */
 		e.shift = ci->shift;
 		e.sizeclass = sp->sizeclass;

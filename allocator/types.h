@@ -140,13 +140,13 @@ struct vc_page_entry {
 	uint32_t span_low;     /* the low 32 bits of the span's address: for p in the
 				  segment (a unit is far below 4 GiB), p's offset in the
 				  span is (uint32_t)p - span_low, one subtraction */
-	uint32_t size;         /* SMALL: the class's object size */
+	uint32_t local_lanes;  /* SMALL: bit l set when a free from lane l keeps the object
+				  in its cache; others take remote_free.c's path (a lane
+				  mask: VC_LANE_MASK) */
 	uint32_t objects;      /* SMALL: carved objects, as seen by this page; else 0 */
 	uint8_t shift;         /* SMALL: the class's shift */
 	uint8_t sizeclass;     /* SMALL: the class; else 0 */
 	uint8_t node;
-	uint8_t local_lanes;   /* SMALL: bit l set when a free from lane l keeps the object
-				  in its cache; others take remote_free.c's path */
 };
 _Static_assert(sizeof(struct vc_page_entry) == 32, "page entries are 32 bytes, two per line");
 
@@ -209,8 +209,12 @@ struct vc_class_info {
 /* Lanes of a central list: vCPU id modulo this picks the lane whose spans it
  * carves (central.c). */
 #define VC_CENTRAL_LANES 8
-/* A page entry's local_lanes when every lane is local (vc_local_lanes). */
-#define VC_ALL_LANES ((1u << VC_CENTRAL_LANES) - 1)
+/* A lane mask (a page entry's local_lanes) has bit l set for each local lane l,
+ * repeated in each of its 4 bytes, so that bit (id % 32) of it is bit
+ * (id % VC_CENTRAL_LANES): the push tests the id's bit with one instruction
+ * (vc_local_lanes). This one: every lane is local. */
+#define VC_ALL_LANES 0xffffffffu
+#define VC_LANE_MASK(bits8) ((uint32_t)(bits8) * 0x01010101u)
 struct vc_central {
 	vc_lock_t lock;
 	uint32_t transfer_count;

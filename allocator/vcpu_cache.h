@@ -48,8 +48,8 @@ enum vc_push {
 
 #if !VC_RSEQ_NO_CRITICAL_SECTIONS
 _Static_assert(VC_VCPU_STRIDE_SHIFT == VC_RSEQ_SLAB_SHIFT &&
-		       VC_CENTRAL_LANES == VC_RSEQ_SLAB_LANES_MASK + 1,
-	       "the vCPU regions are the rseq layer's slab");
+		       (VC_RSEQ_SLAB_LANES_MASK + 1) % VC_CENTRAL_LANES == 0,
+	       "the vCPU regions are the rseq layer's slab; lane masks repeat (VC_LANE_MASK)");
 
 /* limit bounds the ids used (vc_g.nvcpus, or vc_g.mm_cid_limit, see vc_cache_pop).
  * Without node tags, a pop or push is one slab section (rseq.h): the section reads

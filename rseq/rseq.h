@@ -301,7 +301,7 @@ extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
  * Architectures without their own (VC_RSEQ_HAVE_SLAB_OPS) get them below, built
  * from the forms that compare an index read before the section. */
 #define VC_RSEQ_SLAB_SHIFT 21
-#define VC_RSEQ_SLAB_LANES_MASK 7
+#define VC_RSEQ_SLAB_LANES_MASK 31
 
 /* Critical sections exist where an architecture header defines them; elsewhere
  * VC_RSEQ_NO_CRITICAL_SECTIONS is 1, none of the helpers below is declared, and the

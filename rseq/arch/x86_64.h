@@ -401,9 +401,8 @@ VC_RSEQ_DEFINE_NODE_OPS(mm_cid, 24)
 	    void *p)                                                                    \
 	{                                                                               \
 		__asm__ goto(VC_RSEQ_ASM_SLAB_PROLOGUE(field_off)                       \
-			     "movl %%edx, %%r8d\n\t"                                    \
-			     "andl $" VC_RSEQ_STR(VC_RSEQ_SLAB_LANES_MASK) ", %%r8d\n\t" \
-			     "btl %%r8d, %[lanes]\n\t"                                  \
+			     /* the bit offset of a 32-bit bt is taken mod 32 */        \
+			     "btl %%edx, %[lanes]\n\t"                                  \
 			     "jnc %l[other_lane]\n\t" VC_RSEQ_ASM_SLAB_REGION           \
 			     "movq (%%rdx, %[stack], 8), %%rax\n\t"                     \
 			     "movq %%rax, %%r8\n\t"                                     \

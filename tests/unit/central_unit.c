@@ -435,7 +435,7 @@ static void case_lanes_remote(void)
 		   ce->nonempty[2] == sa);
 	struct vc_segment *s = vc_segment_of(sa);
 	for (unsigned i = 0; i < sa->npages; i++)
-		VCT_EXPECT(s->entries[sa->first_page + i].local_lanes == 1u << 2,
+		VCT_EXPECT(s->entries[sa->first_page + i].local_lanes == VC_LANE_MASK(1u << 2),
 			   "adopted span's page %u: local lanes %#x", i,
 			   s->entries[sa->first_page + i].local_lanes);
 	check_accounts(0, c, "remote lanes: adopted");
