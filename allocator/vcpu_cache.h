@@ -55,10 +55,11 @@ _Static_assert(VC_VCPU_STRIDE_SHIFT == VC_RSEQ_SLAB_SHIFT &&
  * Without node tags, a pop or push is one slab section (rseq.h): the section reads
  * the id, bounds it, finds the region and, for a push, tests the lane; nothing is
  * computed before it (before start-up, it fails at once: rseq.h). mm_cid_limit is 0
- * in every mode but the common one, so there the first attempt fails its bound. The lane test is one bit test whatever the mask, no branch on
- * its value (with many classes in use, a branch on "all lanes local" was
- * mispredicted often enough to cost wide1 5%). The node-tagged forms read the id
- * first and give it to a section that compares it. */
+ * in every mode but the common one, so there the first attempt fails its bound. The
+ * lane test is one bit test whatever the mask, no branch on its value (with many
+ * classes in use, a branch on "all lanes local" was mispredicted often enough to
+ * cost wide1 5%). The node-tagged forms read the id first and give it to a section
+ * that compares it. */
 #define VC_DEFINE_FAST(name, ix)                                                        \
 	static inline bool vc_cache_pop_##name(unsigned c, bool numa,                   \
 					       const uint32_t *limit, void **out)       \
@@ -163,20 +164,14 @@ static inline enum vc_push vc_cache_push_other_modes(unsigned c, void *p, unsign
 	}
 }
 
-/* Both, in that order (the dispatch of vc_cache_pop). */
-static inline enum vc_push vc_cache_push_lanes(unsigned c, void *p, unsigned node,
-					       unsigned lanes)
-{
-	enum vc_push r = vc_cache_push_common(c, p, lanes);
-	if (VC_LIKELY(r != VC_PUSH_MISS))
-		return r;
-	return vc_cache_push_other_modes(c, p, node);
-}
-
-/* Push p, an object of node `node`, whatever its lane. */
+/* Push p, an object of node `node`, whatever its lane: the common mode's push, then
+ * the other modes' (the dispatch of vc_cache_pop). */
 static inline bool vc_cache_push(unsigned c, void *p, unsigned node)
 {
-	return vc_cache_push_lanes(c, p, node, VC_ALL_LANES) == VC_PUSHED;
+	enum vc_push r = vc_cache_push_common(c, p, VC_ALL_LANES);
+	if (r == VC_PUSH_MISS)
+		r = vc_cache_push_other_modes(c, p, node);
+	return r == VC_PUSHED;
 }
 
 /* Push p whatever its node and the region's tag: into the region of a roaming
@@ -209,12 +204,6 @@ static inline enum vc_push vc_cache_push_other_modes(unsigned c, void *p, unsign
 	(void)p;
 	(void)node;
 	return VC_PUSH_MISS;
-}
-static inline enum vc_push vc_cache_push_lanes(unsigned c, void *p, unsigned node,
-					       unsigned lanes)
-{
-	(void)lanes;
-	return vc_cache_push_other_modes(c, p, node);
 }
 static inline bool vc_cache_push(unsigned c, void *p, unsigned node)
 {
