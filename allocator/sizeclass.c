@@ -122,6 +122,8 @@ void vc_sizeclass_init(void)
 		check_object_index(ci);
 	}
 	VC_ASSERT_ALWAYS(slot <= VC_VCPU_SLOTS && slot < 0xffff); /* 0xffff: stopped */
+	/* The slots in use lie on the region's pages counted by locked.touched. */
+	VC_ASSERT_ALWAYS(VC_VCPU_REGION_COLOUR + (size_t)slot * 8 <= VC_VCPU_REGION);
 	for (size_t n = 0; n <= 1024; n += 16) {
 		unsigned cls = 1;
 		while (vc_classes[cls].size < (n ? n : 1))

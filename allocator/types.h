@@ -75,6 +75,16 @@
 #define VC_VCPU_REGION ((size_t)1 << VC_VCPU_SHIFT)
 #define VC_VCPU_SLOTS (VC_VCPU_REGION / 8)
 #define VC_VCPU_HEADER_SLOTS 128 /* one 1 KiB block of headers, then slot arrays */
+/* A region starts this many bytes into its stride, not at a page boundary. Its
+ * header block is the hottest memory of the allocator (every malloc and free loads
+ * and stores a word of it); at a page's start it would share L1 set 0 with every
+ * page-aligned structure of the program. Where the L1 picks a way by a hash of the
+ * virtual address (AMD's way predictor), two such lines whose pages hash alike evict
+ * each other on every access, and whether they do depends on the address layout of
+ * the run: bench/speed's tight1-16 took 1.3-1.9x its usual time in about one run in
+ * four, the loop's own page-aligned counters against the header line. Lines 39-51
+ * of a page are no one's favourite. */
+#define VC_VCPU_REGION_COLOUR 0x9c0
 #define VC_BATCH_MAX 32
 
 /* Registry byte per unit. */
@@ -292,7 +302,7 @@ struct vc_vcpu {
 							was last released (pages touched);
 							relaxed stores: the statistics read
 							it unlocked */
-		uint64_t touched[2]; /* bit p: page p of the region holds a slot below
+		uint64_t touched[2]; /* bit p: page p of the region's stride holds a slot below
 					some class's high_water (relaxed, as
 					high_water) */
 		uint32_t remote_bytes; /* bytes of the objects waiting in this id's
@@ -333,8 +343,9 @@ _Static_assert(VC_VCPU_SLOTS == 65536, "a region is 65536 slots of 8 bytes: 16-b
 _Static_assert(VC_NUM_CLASSES <= VC_VCPU_HEADER_SLOTS &&
 		   VC_VCPU_HEADER_SLOTS * sizeof(uint64_t) == 1024,
 	       "one header word per class (slot 0: the node tag), in one 1 KiB block");
-_Static_assert(VC_VCPU_HEADER_SLOTS * sizeof(uint64_t) <= VC_OS_PAGE,
-	       "a region's headers are on its first page");
+_Static_assert(VC_VCPU_REGION_COLOUR % 64 == 0 &&
+		   VC_VCPU_REGION_COLOUR + VC_VCPU_HEADER_SLOTS * sizeof(uint64_t) <= VC_OS_PAGE,
+	       "a region's headers are whole cache lines on its first page");
 _Static_assert(VC_VCPU_STRIDE_SHIFT >= 21 && VC_VCPU_STRIDE_SHIFT >= VC_VCPU_SHIFT,
 	       "regions 2 MiB apart: page-table pages of their own");
 _Static_assert(offsetof(struct vc_segment, entries) % 64 == 0 && 64 % sizeof(struct vc_page_entry) == 0,

@@ -43,13 +43,14 @@ static vc_lock_t ids_lock = VC_LOCK_INIT;
 void vc_cache_init(void)
 {
 	size_t n = vc_g.nvcpus;
-	vc_g.vcpu_regions = vc_os_reserve(n << VC_VCPU_STRIDE_SHIFT);
+	char *strides = vc_os_reserve(n << VC_VCPU_STRIDE_SHIFT);
+	vc_g.vcpu_regions = strides ? strides + VC_VCPU_REGION_COLOUR : NULL;
 	vc_g.vcpus = vc_os_reserve(vc_page_round(n * sizeof(struct vc_vcpu)));
 	ids_used = vc_os_reserve(vc_page_round((n + 63) / 64 * 8));
 	VC_ASSERT_ALWAYS(vc_g.vcpu_regions && vc_g.vcpus && ids_used);
 	/* A region is 256 KiB in a 2 MiB stride: a huge page would make all of it
 	 * resident at the first touch. */
-	vc_os_no_huge_pages(vc_g.vcpu_regions, n << VC_VCPU_STRIDE_SHIFT);
+	vc_os_no_huge_pages(strides, n << VC_VCPU_STRIDE_SHIFT);
 	__atomic_store_n(&last_reclaim_ms, vc_os_now_ms(), __ATOMIC_RELAXED);
 }
 
@@ -317,8 +318,9 @@ static void set_capacity(struct vc_vcpu *v, unsigned c, unsigned cap)
 	if (cap <= v->locked.high_water[c])
 		return;
 	__atomic_store_n(&v->locked.high_water[c], (uint16_t)cap, __ATOMIC_RELAXED);
-	size_t first = (size_t)vc_classes[c].slot_base * 8 / VC_OS_PAGE;
-	size_t last = (((size_t)vc_classes[c].slot_base + cap) * 8 - 1) / VC_OS_PAGE;
+	size_t first = (VC_VCPU_REGION_COLOUR + (size_t)vc_classes[c].slot_base * 8) / VC_OS_PAGE;
+	size_t last = (VC_VCPU_REGION_COLOUR + ((size_t)vc_classes[c].slot_base + cap) * 8 - 1) /
+		      VC_OS_PAGE;
 	for (size_t pg = first; pg <= last; pg++) {
 		uint64_t *w = &v->locked.touched[pg / 64];
 		__atomic_store_n(w, *w | 1ull << (pg % 64), __ATOMIC_RELAXED);

@@ -73,7 +73,8 @@ void vc_slab_take(uint32_t idx, vc_slab_spill_fn spill)
 
 void vc_slab_release(uint32_t idx)
 {
-	vc_os_release(vc_vcpu_region(idx), VC_VCPU_REGION);
+	/* Its pages: from the stride's start, past the region's end (the colour). */
+	vc_os_release(vc_vcpu_region(idx) - VC_VCPU_REGION_COLOUR, VC_VCPU_REGION + VC_OS_PAGE);
 }
 
 /* Stopped -> zero -> open: every section reads its header in one load, so it sees

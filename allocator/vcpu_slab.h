@@ -4,7 +4,8 @@
  * vc_rseq_stack, vc_rseq_stack_word and friends).
  *
  * Layout: vc_g.vcpu_regions reserves VC_VCPU_REGION bytes of address space every
- * 2^VC_VCPU_STRIDE_SHIFT bytes for each possible vCPU id. A region is 65536 slots of
+ * 2^VC_VCPU_STRIDE_SHIFT bytes for each possible vCPU id, VC_VCPU_REGION_COLOUR bytes
+ * into each stride (types.h: the header lines off L1 set 0). A region is 65536 slots of
  * 8 bytes: slot 0 is the node tag (the node of the region's objects; a roaming
  * region, vcpu_cache.c, also holds objects of the nodes it came from), slots 1..96
  * the header words of classes 1..96, then each class's slot array from
