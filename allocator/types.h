@@ -302,9 +302,9 @@ struct vc_vcpu {
 							was last released (pages touched);
 							relaxed stores: the statistics read
 							it unlocked */
-		uint64_t touched[2]; /* bit p: page p of the region's stride holds a slot below
-					some class's high_water (relaxed, as
-					high_water) */
+		uint64_t touched[2]; /* bit p: page p of the region's stride
+					holds a slot below some class's
+					high_water (relaxed, as high_water) */
 		uint32_t remote_bytes; /* bytes of the objects waiting in this id's
 					  remote-free buffer (remote_free.c; relaxed,
 					  as high_water) */

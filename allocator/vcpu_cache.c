@@ -48,7 +48,7 @@ void vc_cache_init(void)
 	vc_g.vcpus = vc_os_reserve(vc_page_round(n * sizeof(struct vc_vcpu)));
 	ids_used = vc_os_reserve(vc_page_round((n + 63) / 64 * 8));
 	VC_ASSERT_ALWAYS(vc_g.vcpu_regions && vc_g.vcpus && ids_used);
-	/* A region is 256 KiB in a 2 MiB stride: a huge page would make all of it
+	/* A region is 512 KiB in a 2 MiB stride: a huge page would make all of it
 	 * resident at the first touch. */
 	vc_os_no_huge_pages(strides, n << VC_VCPU_STRIDE_SHIFT);
 	__atomic_store_n(&last_reclaim_ms, vc_os_now_ms(), __ATOMIC_RELAXED);
