@@ -396,6 +396,19 @@ static void uncached_free(unsigned c, void *p)
 	vc_central_insert(c, &p, 1);
 }
 
+/* Objects a refill of class c asks central for, when the cache can keep `cap` of
+ * them besides the one returned: a batch, but no more (and at least two, so that
+ * a fresh block's neighbour is carved with it). The rest of a batch went straight
+ * back to central, carved for nothing: a carve writes each object's tag, the first
+ * touch of a page for objects of 4 KiB and more, so a program passing through many
+ * large classes once each (a string grown by realloc) faulted in pages it never
+ * used. */
+static unsigned refill_count(unsigned c, unsigned cap)
+{
+	unsigned n = cap + 1 < 2 ? 2 : cap + 1;
+	return n < vc_classes[c].batch ? n : vc_classes[c].batch;
+}
+
 /* ---- fallback mode: the same regions as locked shards ---- */
 
 static uint32_t fallback_shard(void)
@@ -430,7 +443,8 @@ static void *fallback_alloc(unsigned c)
 		count_slow_event(v, c);
 		fallback_grow(idx, c);
 		void *buf[VC_BATCH_MAX];
-		unsigned n = vc_central_remove(v->locked.node, c, idx, buf, vc_classes[c].batch);
+		unsigned n = vc_central_remove(v->locked.node, c, idx, buf,
+					       refill_count(c, v->locked.cap.capacity[c]));
 		if (n == 0) {
 			vc_unlock(&v->lock);
 			return NULL;
@@ -508,15 +522,18 @@ void *vc_cache_alloc_slow(unsigned c)
 			return p;
 	}
 	count_slow_event(v, c);
+	/* Without the lock the capacity is unknown: a whole batch. */
+	unsigned want = vc_classes[c].batch;
 	if (vc_lock_try(&v->lock)) {
 		adapt_capacity(rs, idx, c);
+		want = refill_count(c, v->locked.cap.capacity[c]);
 		vc_unlock(&v->lock);
 	}
 	unsigned n = 0;
 	if (roam)
 		n = take_free_any_node(node, c, idx, buf);
 	if (n == 0)
-		n = vc_central_remove(node, c, idx, buf, vc_classes[c].batch);
+		n = vc_central_remove(node, c, idx, buf, want);
 	if (n == 0)
 		return NULL;
 	if (n > 1)
