@@ -318,10 +318,8 @@ static void set_capacity(struct vc_vcpu *v, unsigned c, unsigned cap)
 	if (cap <= v->locked.high_water[c])
 		return;
 	__atomic_store_n(&v->locked.high_water[c], (uint16_t)cap, __ATOMIC_RELAXED);
-	size_t first = (VC_VCPU_REGION_COLOUR + (size_t)vc_classes[c].slot_base * 8) / VC_OS_PAGE;
-	size_t last = (VC_VCPU_REGION_COLOUR + ((size_t)vc_classes[c].slot_base + cap) * 8 - 1) /
-		      VC_OS_PAGE;
-	for (size_t pg = first; pg <= last; pg++) {
+	const size_t base = vc_classes[c].slot_base; /* cap > high_water >= 0 */
+	for (size_t pg = vc_vcpu_slot_page(base); pg <= vc_vcpu_slot_page(base + cap - 1); pg++) {
 		uint64_t *w = &v->locked.touched[pg / 64];
 		__atomic_store_n(w, *w | 1ull << (pg % 64), __ATOMIC_RELAXED);
 	}
@@ -405,7 +403,7 @@ static void uncached_free(unsigned c, void *p)
  * used. */
 static unsigned refill_count(unsigned c, unsigned cap)
 {
-	unsigned n = cap + 1 < 2 ? 2 : cap + 1;
+	unsigned n = cap ? cap + 1 : 2;
 	return n < vc_classes[c].batch ? n : vc_classes[c].batch;
 }
 

@@ -56,6 +56,13 @@ static inline struct vc_rseq_stack *vc_vcpu_header(char *region, unsigned c)
 	return (struct vc_rseq_stack *)region + c;
 }
 
+/* The page of a region's stride that holds slot `slot` (the region starts
+ * VC_VCPU_REGION_COLOUR bytes into its stride). */
+static inline size_t vc_vcpu_slot_page(size_t slot)
+{
+	return (VC_VCPU_REGION_COLOUR + slot * 8) / VC_OS_PAGE;
+}
+
 /* The node tag of a vCPU region: slot 0 (class 0 has no header). */
 static inline uint32_t *vc_vcpu_node_tag(char *region)
 {
