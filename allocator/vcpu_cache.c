@@ -359,10 +359,27 @@ static void count_slow_event(struct vc_vcpu *v, unsigned c)
 		note_peak((uint32_t)(v - vc_g.vcpus));
 }
 
-/* Put objects of node `node` just taken from central into this vCPU's cache; what
- * does not fit goes back to central. */
+/* A refill's objects leave the cache in the order central gave them (objects it
+ * carved come in ascending addresses): the stack hands out its last push first, so
+ * the batch is pushed back to front. Handed out in descending order, the objects a
+ * program allocates one after another were walked backwards when it later went
+ * through them in that order, which hardware prefetchers follow less well: python3
+ * building and dropping a dict of 500 000 entries (PYTHONMALLOC=malloc) spent 15%
+ * more time in its own code than in ascending order. */
+static void reverse(void **objs, unsigned n)
+{
+	for (unsigned i = 0, j = n ? n - 1 : 0; i < j; i++, j--) {
+		void *t = objs[i];
+		objs[i] = objs[j];
+		objs[j] = t;
+	}
+}
+
+/* Put objects of node `node` just taken from central into this vCPU's cache, so
+ * that they pop in the order of objs; what does not fit goes back to central. */
 static void stash(unsigned c, void **objs, unsigned n, unsigned node)
 {
+	reverse(objs, n);
 	if (vc_g.numa_cache) {
 		/* One tagged push each: the thread may change node between pushes. */
 		while (n > 0 && vc_cache_push(c, objs[0], node)) {
@@ -448,6 +465,7 @@ static void *fallback_alloc(unsigned c)
 			return NULL;
 		}
 		p = buf[0];
+		reverse(buf + 1, n - 1); /* popped in central's order, as stash does */
 		unsigned kept = 1 + vc_slab_locked_push(idx, c, buf + 1, n - 1);
 		if (kept < n)
 			vc_central_insert(c, buf + kept, n - kept);
