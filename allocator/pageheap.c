@@ -199,6 +199,33 @@ static struct vc_span *lane_spot(struct vc_pageheap *ph, unsigned lane, size_t n
 	return s ? free_span_holding(s, *first, npages) : NULL;
 }
 
+/* SMALL spans of this many pages and more (objects of 30 KiB and up, one or two to
+ * a span) go to resident free pages first: a FREE span with none of its pages
+ * released, of npages up to twice that, taken from its start. Lane placement is
+ * for small objects, whose neighbours share lines with them; it put the spans of
+ * these on the lane's next pages, often never touched, while the span freed just
+ * before (a string grown by realloc moves up a class of about 12% at a time) sat
+ * resident beside them. bench/speed's realloc, scale 1: 2 241 page faults instead
+ * of 2 507, peak RSS 10.4 MiB instead of 11.3; from 4 pages on, more faults than
+ * before at scale 2 (small spans took the holes large blocks grow into). */
+#define VC_RESIDENT_FIRST_PAGES 8
+
+/* A fully resident FREE span of npages to 2 * npages pages, or NULL. Page-heap lock
+ * held: at most 64 spans are looked at. */
+static struct vc_span *resident_spot(struct vc_pageheap *ph, size_t npages)
+{
+	size_t most = npages * 2 < VC_FREE_LISTS ? npages * 2 : VC_FREE_LISTS - 1;
+	unsigned visits = 64;
+	for (size_t n = npages; n <= most; n++)
+		for (struct vc_span *f = ph->free[n]; f; f = f->next) {
+			if (f->released_pages == 0)
+				return f;
+			if (--visits == 0)
+				return NULL;
+		}
+	return NULL;
+}
+
 static unsigned release_pass(unsigned node, uint64_t min_age_ms, size_t max_pages,
 			     bool marks_decay);
 
@@ -243,7 +270,14 @@ struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state, 
 		return NULL;
 	vc_lock(&ph->lock);
 	unsigned first = 0;
-	struct vc_span *f = lane >= 0 ? lane_spot(ph, (unsigned)lane, npages, &first) : NULL;
+	struct vc_span *f = NULL;
+	if (lane >= 0 && npages >= VC_RESIDENT_FIRST_PAGES) {
+		f = resident_spot(ph, npages);
+		if (f)
+			first = f->first_page;
+	}
+	if (!f && lane >= 0)
+		f = lane_spot(ph, (unsigned)lane, npages, &first);
 	if (!f) {
 		f = find_fit(ph, npages);
 		if (!f) {
