@@ -376,7 +376,8 @@ static void reverse(void **objs, unsigned n)
 }
 
 /* Put objects of node `node` just taken from central into this vCPU's cache, so
- * that they pop in the order of objs; what does not fit goes back to central. */
+ * that they pop in the order of objs; what does not fit (the front of objs, as the
+ * back is pushed first) goes back to central. */
 static void stash(unsigned c, void **objs, unsigned n, unsigned node)
 {
 	reverse(objs, n);
