@@ -216,6 +216,17 @@ static inline char *vc_span_start(const struct vc_span *sp)
 {
 	return (char *)vc_segment_of(sp) + ((size_t)sp->first_page << VC_PAGE_SHIFT);
 }
+/* Raise a SMALL or LARGE span's populated mark to `to` OS pages. Carves (under the
+ * central lock) and reallocs into the span's objects (under no lock) raise it; it
+ * never falls while the span is in use, and a lost race costs at most one call
+ * that populates pages already resident, or a fault that one would have saved. */
+static inline void vc_span_raise_populated(struct vc_span *sp, uint32_t to)
+{
+	uint16_t seen = __atomic_load_n(&sp->populated, __ATOMIC_RELAXED);
+	while (seen < to && !__atomic_compare_exchange_n(&sp->populated, &seen, (uint16_t)to, true,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
 void vc_registry_init(void) VC_HIDDEN;
 /* Registry bytes of the units of [p, p + size): first for p's unit, rest for the
  * others. Caller holds vc_os_lock and owns those units. */

@@ -18,6 +18,11 @@ void vc_os_release(void *p, size_t size);
 /* Never back [p, p + size) with transparent huge pages (where THP is "always", a
  * first touch would otherwise make 2 MiB resident). */
 void vc_os_no_huge_pages(void *p, size_t size);
+/* Make the pages of [p, p + size) resident and writable now, in one call, instead of
+ * one page fault per page at first touch (MADV_POPULATE_WRITE, Linux 5.14). False,
+ * nothing done, where the kernel lacks it: the pages then fault in as they are
+ * touched. */
+bool vc_os_populate(void *p, size_t size);
 /* Make [p, p + size) inaccessible (PROT_NONE): a guard page. */
 void vc_os_guard(void *p, size_t size);
 /* Grow or shrink a mapping where it is (mremap without MAYMOVE). */

@@ -72,6 +72,23 @@ void vc_os_no_huge_pages(void *p, size_t size)
 	errno = saved;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+bool vc_os_populate(void *p, size_t size)
+{
+	/* Cleared on the first refusal (EINVAL before Linux 5.14): no call after it. */
+	static bool supported = true;
+	if (!__atomic_load_n(&supported, __ATOMIC_RELAXED))
+		return false;
+	int saved = errno;
+	bool done = madvise(p, size, MADV_POPULATE_WRITE) == 0;
+	if (!done && errno == EINVAL)
+		__atomic_store_n(&supported, false, __ATOMIC_RELAXED);
+	errno = saved;
+	return done;
+}
+
 void vc_os_guard(void *p, size_t size)
 {
 	int saved = errno;

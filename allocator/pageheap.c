@@ -303,6 +303,8 @@ struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state, 
 	}
 	sp->state = (uint8_t)state;
 	sp->released_pages = 0;
+	/* A span taken from resident pages only has nothing to populate (types.h). */
+	sp->populated = fresh ? 0 : (uint16_t)(npages * (VC_PAGE_SIZE / VC_OS_PAGE));
 	sp->tag_key = vc_g.secret ^ ((vc_g.secret * (++s->span_uses | 1)) >> 7) ^ (uintptr_t)sp;
 	s->used_pages = (uint16_t)(s->used_pages + npages);
 	set_pagemap(s, sp);

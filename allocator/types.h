@@ -124,7 +124,13 @@ struct vc_span {
 	uint32_t capacity;
 	uint32_t carved;
 	uint32_t allocated;
-	uint16_t released_pages; /* FREE: pages given back to the OS (not resident) */
+	union {
+		uint16_t released_pages; /* FREE: pages given back to the OS (not resident) */
+		uint16_t populated;      /* SMALL, LARGE: OS pages from the span's start
+					    known resident (a hint: raised by central.c's
+					    carve and by realloc's copies, which populate
+					    what they will write beyond it) */
+	};
 	uint8_t lane;            /* SMALL: lane of its central list (central.c) */
 	void *free_list;
 	struct vc_span *next, *prev;

@@ -9,7 +9,9 @@
  *
  *   carve      a fresh class carves its first span in address order, every object
  *              tagged free, and the page entries' carved limits cover exactly the
- *              pages where carved objects start;
+ *              pages where carved objects start; a carve on fresh pages populates
+ *              the OS pages its tags go to that no earlier carve populated, in one
+ *              call, and a refill that carves nothing populates nothing;
  *   transfer   objects given back wait in the transfer array (taken back last in,
  *              first out) up to the class's transfer_cap; beyond it they go to their
  *              span's free list; a span whose objects all came back goes to the page
@@ -138,9 +140,22 @@ static void case_carve(void)
 	const struct vc_class_info *ci = &vc_classes[cls];
 	void *out[VC_TRANSFER_CAP];
 	unsigned n = ci->batch;
+	size_t calls = fake_os.ncalls;
 	take(0, cls, 0, out, n);
 	struct vc_span *sp = span_of(out[0]);
 	char *start = vc_span_start(sp);
+	/* Populated: the OS pages up to the one holding the last carved object's tag. */
+	size_t tag_end = (size_t)(n - 1) * ci->size + 16;
+	size_t want = (tag_end + VC_OS_PAGE - 1) / VC_OS_PAGE * VC_OS_PAGE;
+	size_t populates = 0, at_start = 0;
+	for (size_t i = calls; i < fake_os.ncalls; i++) {
+		populates += fake_os.calls[i].kind == FAKE_POPULATE;
+		at_start += fake_os.calls[i].kind == FAKE_POPULATE && fake_os.calls[i].p == start;
+	}
+	VCT_EXPECT(populates == 1 && at_start == 1 && fake_os_bytes(FAKE_POPULATE, calls) == want,
+		   "first carve of %u objects of %u B: %zu populate calls (%zu at the span's "
+		   "start), %zu bytes (want one call of %zu at the start)",
+		   n, ci->size, populates, at_start, fake_os_bytes(FAKE_POPULATE, calls), want);
 	VCT_EXPECT(sp->sizeclass == cls && sp->lane == 0 && sp->carved == n,
 		   "span of class %u, lane %u, carved %u", sp->sizeclass, sp->lane, sp->carved);
 	for (unsigned i = 0; i < n; i++)
@@ -161,7 +176,32 @@ static void case_carve(void)
 	/* Tagged free when carved: give back (tags rewritten by give), take again. */
 	give(cls, out, n);
 	check_accounts(0, cls, "carve: given back");
+	calls = fake_os.ncalls;
 	take(0, cls, 0, out, n);
+	VCT_EXPECT(fake_os_bytes(FAKE_POPULATE, calls) == 0,
+		   "a refill from the transfer array populated %zu bytes",
+		   fake_os_bytes(FAKE_POPULATE, calls));
+	give(cls, out, n);
+	/* Carving on: every page of the span populated once, in order, none twice. */
+	static void *rest[MAX_HELD];
+	const unsigned more = ci->objects - n < MAX_HELD ? ci->objects - n : MAX_HELD;
+	const size_t done = want;
+	calls = fake_os.ncalls;
+	take(0, cls, 0, out, n); /* the n given back, from the transfer array */
+	take(0, cls, 0, rest, more);
+	tag_end = (size_t)(n + more - 1) * ci->size + 16;
+	want = (tag_end + VC_OS_PAGE - 1) / VC_OS_PAGE * VC_OS_PAGE;
+	VCT_EXPECT(fake_os_bytes(FAKE_POPULATE, calls) == want - done,
+		   "carving objects %u..%u: %zu bytes populated, want %zu", n, n + more - 1,
+		   fake_os_bytes(FAKE_POPULATE, calls), want - done);
+	for (size_t i = calls; i < fake_os.ncalls; i++)
+		if (fake_os.calls[i].kind == FAKE_POPULATE)
+			VCT_EXPECT((char *)fake_os.calls[i].p >= start + done &&
+					   (char *)fake_os.calls[i].p + fake_os.calls[i].size <=
+						   start + want,
+				   "populated [%p, +%zu) outside the newly carved pages",
+				   fake_os.calls[i].p, fake_os.calls[i].size);
+	give(cls, rest, more);
 	give(cls, out, n);
 }
 

@@ -75,6 +75,12 @@ void vc_os_no_huge_pages(void *p, size_t size)
 	(void)size;
 }
 
+bool vc_os_populate(void *p, size_t size)
+{
+	record(FAKE_POPULATE, p, size, 0);
+	return true;
+}
+
 void vc_os_guard(void *p, size_t size)
 {
 	mprotect(p, size, PROT_NONE);

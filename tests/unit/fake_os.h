@@ -7,7 +7,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum fake_call { FAKE_MAP, FAKE_UNMAP, FAKE_RELEASE, FAKE_BIND, FAKE_RESIZE, FAKE_MOVE };
+enum fake_call {
+	FAKE_MAP,
+	FAKE_UNMAP,
+	FAKE_RELEASE,
+	FAKE_BIND,
+	FAKE_RESIZE,
+	FAKE_MOVE,
+	FAKE_POPULATE,
+};
 
 /* The calls that give memory back or move it (munmap, madvise, mremap): the ones no
  * allocator lock may be held across. */
