@@ -271,13 +271,15 @@ struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state, 
 	vc_lock(&ph->lock);
 	unsigned first = 0;
 	struct vc_span *f = NULL;
-	if (lane >= 0 && npages >= VC_RESIDENT_FIRST_PAGES) {
-		f = resident_spot(ph, npages);
-		if (f)
-			first = f->first_page;
+	if (lane >= 0) {
+		if (npages >= VC_RESIDENT_FIRST_PAGES) {
+			f = resident_spot(ph, npages);
+			if (f)
+				first = f->first_page;
+		}
+		if (!f)
+			f = lane_spot(ph, (unsigned)lane, npages, &first);
 	}
-	if (!f && lane >= 0)
-		f = lane_spot(ph, (unsigned)lane, npages, &first);
 	if (!f) {
 		f = find_fit(ph, npages);
 		if (!f) {
@@ -302,8 +304,8 @@ struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state, 
 		ph->lane_next[lane].page = first + (unsigned)npages;
 	}
 	sp->state = (uint8_t)state;
-	sp->released_pages = 0;
-	/* A span taken from resident pages only has nothing to populate (types.h). */
+	/* The populated mark (types.h; it shares its field with the FREE spans'
+	 * released_pages): nothing to populate in a span taken from resident pages. */
 	sp->populated = fresh ? 0 : (uint16_t)(npages * (VC_PAGE_SIZE / VC_OS_PAGE));
 	sp->tag_key = vc_g.secret ^ ((vc_g.secret * (++s->span_uses | 1)) >> 7) ^ (uintptr_t)sp;
 	s->used_pages = (uint16_t)(s->used_pages + npages);
