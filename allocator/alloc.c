@@ -378,17 +378,20 @@ void *vc_realloc(void *p, size_t n)
 	return realloc_move(p, old, n);
 }
 
-/* Before realloc copies `bytes` into q, a small or large block it has just
- * allocated: populate, in one call, the pages the copy will write beyond its span's
- * populated mark (types.h), instead of a page fault on each (11-13 us apiece on the
- * machine of bench/README.md: bench/speed's realloc took 63% of its faults in this
- * copy). The copy writes those pages anyway. Below the mark nothing is done: a call
- * on resident pages costs 3-10 us there, more than copying 64 KiB. Objects leave a
- * fresh span in address order (vcpu_cache.c), so the mark follows them. */
+/* Before realloc copies `bytes` into q, a block it has just allocated: populate, in
+ * one call, the pages the copy will write beyond its span's populated mark (types.h)
+ * or, for a huge block, beyond what an earlier owner of its mapping wrote, instead
+ * of a page fault on each (11-13 us apiece on the machine of bench/README.md:
+ * bench/speed's realloc took 63% of its faults in this copy). The copy writes those
+ * pages anyway. Below the mark nothing is done: a call on resident pages costs
+ * 3-10 us there, more than copying 64 KiB. Objects leave a fresh span in address
+ * order (vcpu_cache.c), so the mark follows them. */
 static void populate_for_copy(char *q, size_t bytes)
 {
-	if (vc_unit_kind(q) != VC_UNIT_SEGMENT)
-		return; /* huge: its own mapping */
+	if (vc_unit_kind(q) != VC_UNIT_SEGMENT) {
+		vc_huge_populate(q, bytes);
+		return;
+	}
 	struct vc_span *sp = vc_span_of(vc_segment_of(q), q);
 	const char *start = vc_span_start(sp);
 	const size_t to = ((size_t)(q - start) + bytes + VC_OS_PAGE - 1) / VC_OS_PAGE;

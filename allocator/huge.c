@@ -446,6 +446,15 @@ void vc_huge_clear(void *p, size_t n)
 	memset(p, 0, min_size(n, b->dirty));
 }
 
+void vc_huge_populate(void *p, size_t n)
+{
+	const struct huge_block *b = header_of(p);
+	size_t from = b->dirty / VC_OS_PAGE * VC_OS_PAGE;
+	size_t to = (n + VC_OS_PAGE - 1) / VC_OS_PAGE * VC_OS_PAGE; /* <= b->h.size */
+	if (to > from)
+		vc_os_populate((char *)p + from, to - from);
+}
+
 struct vc_huge_header *vc_huge_lookup(const void *p)
 {
 	if (((uintptr_t)p & (VC_PAGE_SIZE - 1)) != 0)

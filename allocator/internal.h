@@ -247,6 +247,10 @@ void *vc_huge_realloc(struct vc_huge_header *h, size_t size) VC_HIDDEN;
 /* calloc of the huge block p just allocated with n bytes: zero what an earlier
  * owner of its mapping may have written (a fresh mapping reads as zero). */
 void vc_huge_clear(void *p, size_t n) VC_HIDDEN;
+/* Populate the pages of [p, p + n) that the huge block p, just allocated by this
+ * thread, has not had written yet (those past its dirty bytes: never touched, or
+ * given back to the OS), before the caller writes them all. */
+void vc_huge_populate(void *p, size_t n) VC_HIDDEN;
 /* Unmap cached mappings idle longer than the decay time at now (ms of vc_os_now_ms);
  * cheap when the last decay is recent (slow paths call it). */
 void vc_huge_maybe_decay(uint64_t now) VC_HIDDEN;

@@ -15,11 +15,13 @@
  *            with it: the carve of each new block writes its tag on its first page
  *            before the copy (one fault per block, which nothing saves), and the
  *            blocks' segment headers.
+ *   huge     8 large blocks of 600 KiB, written whole, each grown to 1.5 MiB: huge
+ *            blocks in new mappings, 1 200 pages copied. 1 057 faults measured
+ *            without the populate, 7 with it.
  *
- * Each must stay under an eighth of the pages written (plus, for realloc, one per
- * block). Skipped (77) where the kernel
- * has no MADV_POPULATE_WRITE (before Linux 5.14) or perf events are not allowed.
- * vcmalloc only. */
+ * Each must stay under an eighth of the pages written (plus, for the small blocks'
+ * realloc, one per block). Skipped (77) where the kernel has no MADV_POPULATE_WRITE
+ * (before Linux 5.14) or perf events are not allowed. vcmalloc only. */
 #include "vctest.h"
 
 #include <errno.h>
@@ -43,9 +45,12 @@ enum {
 	GROW_BLOCKS = 256,
 	GROW_FROM = 20 << 10,
 	GROW_TO = 30 << 10,
+	HUGE_BLOCKS = 8,
+	HUGE_FROM = 600 << 10,
+	HUGE_TO = 1536 << 10,
 };
 
-static void *carved[CARVE_BLOCKS], *grown[GROW_BLOCKS];
+static void *carved[CARVE_BLOCKS], *grown[GROW_BLOCKS], *huge[HUGE_BLOCKS];
 
 static bool kernel_populates(void)
 {
@@ -136,6 +141,33 @@ static void check_realloc(void)
 		free(grown[i]);
 }
 
+static void check_realloc_huge(void)
+{
+	for (int i = 0; i < HUGE_BLOCKS; i++) {
+		huge[i] = malloc(HUGE_FROM);
+		VCT_CHECK(huge[i] != NULL, "malloc(%d) failed", HUGE_FROM);
+		memset(huge[i], 'A' + i, HUGE_FROM);
+	}
+	count_start();
+	for (int i = 0; i < HUGE_BLOCKS; i++)
+		huge[i] = realloc(huge[i], HUGE_TO);
+	uint64_t faults = count_stop();
+	for (int i = 0; i < HUGE_BLOCKS; i++) {
+		VCT_CHECK(huge[i] != NULL, "realloc(%d) failed", HUGE_TO);
+		const unsigned char *b = huge[i];
+		for (size_t k = 0; k < HUGE_FROM; k += 4096)
+			VCT_CHECK(b[k] == 'A' + i, "block %d byte %zu: %d after realloc", i, k, b[k]);
+	}
+	const unsigned pages = HUGE_BLOCKS * (HUGE_FROM / 4096);
+	printf("populate_faults: realloc to huge: %d blocks of %d B moved to blocks of %d B, "
+	       "copies over %u pages: %llu page faults\n",
+	       HUGE_BLOCKS, HUGE_FROM, HUGE_TO, pages, (unsigned long long)faults);
+	VCT_CHECK(faults <= pages / 8, "%llu page faults in the copies of %u pages: more than %u",
+		  (unsigned long long)faults, pages, pages / 8);
+	for (int i = 0; i < HUGE_BLOCKS; i++)
+		free(huge[i]);
+}
+
 int main(void)
 {
 	vct_start("populate_faults", 60);
@@ -150,6 +182,7 @@ int main(void)
 	}
 	check_carve();
 	check_realloc();
+	check_realloc_huge();
 	close(counter);
 	for (int i = 0; i < CARVE_BLOCKS; i++)
 		free(carved[i]);
