@@ -77,13 +77,15 @@ void vc_os_no_huge_pages(void *p, size_t size)
 #endif
 bool vc_os_populate(void *p, size_t size)
 {
-	/* Cleared on the first refusal (EINVAL before Linux 5.14): no call after it. */
+	/* Cleared on the first refusal of the call itself (EINVAL before Linux 5.14,
+	 * EPERM or ENOSYS from a seccomp filter): no call after it. Other errors
+	 * (ENOMEM, EFAULT) are this range's: the pages then fault in as before. */
 	static bool supported = true;
 	if (!__atomic_load_n(&supported, __ATOMIC_RELAXED))
 		return false;
 	int saved = errno;
 	bool done = madvise(p, size, MADV_POPULATE_WRITE) == 0;
-	if (!done && errno == EINVAL)
+	if (!done && (errno == EINVAL || errno == EPERM || errno == ENOSYS))
 		__atomic_store_n(&supported, false, __ATOMIC_RELAXED);
 	errno = saved;
 	return done;
