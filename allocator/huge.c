@@ -83,7 +83,8 @@ struct huge_block {
 	size_t dirty;            /* bytes from the object's start that an earlier owner of
 				    the mapping may have written (the rest reads as zero);
 				    written by the allocating thread before it returns the
-				    block, read by vc_huge_clear in the same thread */
+				    block, read by vc_huge_clear (calloc) and
+				    vc_huge_populate (realloc's copy) in the same thread */
 };
 _Static_assert(sizeof(struct huge_block) <= VC_PAGE_SIZE, "a huge header fits its page");
 
