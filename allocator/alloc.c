@@ -379,13 +379,11 @@ void *vc_realloc(void *p, size_t n)
 }
 
 /* Before realloc copies `bytes` into q, a block it has just allocated: populate, in
- * one call, the pages the copy will write beyond its span's populated mark (types.h)
- * or, for a huge block, beyond what an earlier owner of its mapping wrote, instead
- * of a page fault on each (11-13 us apiece on the machine of bench/README.md:
- * bench/speed's realloc took 63% of its faults in this copy). The copy writes those
- * pages anyway. Below the mark nothing is done: a call on resident pages costs
- * 3-10 us there, more than copying 64 KiB. Objects leave a fresh span in address
- * order (vcpu_cache.c), so the mark follows them. */
+ * one call, the pages the copy will write beyond its span's populated mark
+ * (vc_span_populate) or, for a huge block, beyond what an earlier owner of its
+ * mapping wrote, instead of a page fault on each (bench/speed's realloc took 63% of
+ * its faults in this copy). The copy writes those pages anyway. Objects leave a
+ * fresh span in address order (vcpu_cache.c), so the mark follows them. */
 static void populate_for_copy(char *q, size_t bytes)
 {
 	if (vc_unit_kind(q) != VC_UNIT_SEGMENT) {
@@ -393,16 +391,8 @@ static void populate_for_copy(char *q, size_t bytes)
 		return;
 	}
 	struct vc_span *sp = vc_span_of(vc_segment_of(q), q);
-	const char *start = vc_span_start(sp);
-	const size_t to = ((size_t)(q - start) + bytes + VC_OS_PAGE - 1) / VC_OS_PAGE;
-	size_t from = (size_t)(q - start) / VC_OS_PAGE;
-	const size_t mark = __atomic_load_n(&sp->populated, __ATOMIC_RELAXED);
-	if (to <= mark)
-		return;
-	if (from < mark)
-		from = mark;
-	vc_os_populate((char *)start + from * VC_OS_PAGE, (to - from) * VC_OS_PAGE);
-	vc_span_raise_populated(sp, (uint32_t)to);
+	const size_t off = (size_t)(q - vc_span_start(sp));
+	vc_span_populate(sp, off / VC_OS_PAGE, vc_page_round(off + bytes) / VC_OS_PAGE);
 }
 
 /* realloc by a move: p's block has `old` usable bytes. Growing asks for

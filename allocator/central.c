@@ -84,26 +84,6 @@ static struct vc_span *new_span(unsigned node, unsigned c, unsigned lane)
 	return sp;
 }
 
-/* Before a carve of sp's objects up to index end (exclusive) writes their tags:
- * populate, in one call, the OS pages not resident yet up to the one that holds the
- * last tag, instead of taking a page fault on each (11-13 us apiece on the machine
- * of bench/README.md). For classes of at most an OS page only: every page of their
- * spans holds an object start, so the carve touches those pages anyway and nothing
- * becomes resident earlier than it would have. Larger objects' middle pages are
- * the program's to touch, or not. Populating ahead of the carve, a whole span of
- * the smallest classes at once, cost `roam` 0.5 MiB of peak RSS (spans that are
- * never carved to their end). */
-static void populate_for_carve(struct vc_span *sp, char *base, uint32_t size, uint32_t end)
-{
-	const uint32_t need = (uint32_t)(((size_t)(end - 1) * size + 16 + VC_OS_PAGE - 1) /
-					 VC_OS_PAGE);
-	const uint32_t mark = __atomic_load_n(&sp->populated, __ATOMIC_RELAXED);
-	if (need <= mark)
-		return;
-	vc_os_populate(base + (size_t)mark * VC_OS_PAGE, (size_t)(need - mark) * VC_OS_PAGE);
-	vc_span_raise_populated(sp, need);
-}
-
 /* Carve up to n objects of sp (class size `size`) into out[]: tag each as free, then
  * raise the carved limit of the pages where they start. Returns how many. */
 static unsigned carve(struct vc_span *sp, uint32_t size, void **out, unsigned n)
@@ -111,8 +91,16 @@ static unsigned carve(struct vc_span *sp, uint32_t size, void **out, unsigned n)
 	const uint32_t first = sp->carved;
 	uint32_t end = sp->capacity - first < n ? sp->capacity : first + n;
 	char *base = vc_span_start(sp);
+	/* Populate the pages up to the one holding the last tag first, instead of a
+	 * page fault on each (11-13 us apiece on the machine of bench/README.md). For
+	 * classes of at most an OS page only: every page of their spans holds an
+	 * object start, so the carve touches those pages anyway and nothing becomes
+	 * resident earlier than it would have. Larger objects' middle pages are the
+	 * program's to touch, or not. Populating ahead of the carve, a whole span of
+	 * the smallest classes at once, cost `roam` 0.5 MiB of peak RSS (spans that
+	 * are never carved to their end). */
 	if (size <= VC_OS_PAGE && end > first)
-		populate_for_carve(sp, base, size, end);
+		vc_span_populate(sp, 0, vc_page_round((size_t)(end - 1) * size + 16) / VC_OS_PAGE);
 	for (uint32_t i = first; i < end; i++) {
 		uint64_t *obj = (uint64_t *)(base + (size_t)i * size);
 		obj[1] = vc_tag(obj, sp);

@@ -451,7 +451,7 @@ void vc_huge_populate(void *p, size_t n)
 {
 	const struct huge_block *b = header_of(p);
 	size_t from = b->dirty / VC_OS_PAGE * VC_OS_PAGE;
-	size_t to = (n + VC_OS_PAGE - 1) / VC_OS_PAGE * VC_OS_PAGE; /* <= b->h.size */
+	size_t to = vc_page_round(n); /* <= b->h.size */
 	if (to > from)
 		vc_os_populate((char *)p + from, to - from);
 }

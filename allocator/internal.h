@@ -216,17 +216,14 @@ static inline char *vc_span_start(const struct vc_span *sp)
 {
 	return (char *)vc_segment_of(sp) + ((size_t)sp->first_page << VC_PAGE_SHIFT);
 }
-/* Raise a SMALL or LARGE span's populated mark to `to` OS pages. Carves (under the
- * central lock) and reallocs into the span's objects (under no lock) raise it; it
- * never falls while the span is in use, and a lost race costs at most one call
- * that populates pages already resident, or a fault that one would have saved. */
-static inline void vc_span_raise_populated(struct vc_span *sp, uint32_t to)
-{
-	uint16_t seen = __atomic_load_n(&sp->populated, __ATOMIC_RELAXED);
-	while (seen < to && !__atomic_compare_exchange_n(&sp->populated, &seen, (uint16_t)to, true,
-							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
-}
+/* Before vcmalloc writes the OS pages [from, to) of the SMALL or LARGE span sp
+ * (counted from its start): populate, in one call, those past its populated mark
+ * (types.h), and raise the mark to `to`. Nothing below the mark: a call on resident
+ * pages costs more than the faults it would save. Carves (under the central lock)
+ * and reallocs into the span's objects (under no lock) call it; the mark never
+ * falls while the span is in use, and a lost race costs at most one call on pages
+ * already resident, or a fault that one would have saved. */
+void vc_span_populate(struct vc_span *sp, size_t from, size_t to) VC_HIDDEN;
 void vc_registry_init(void) VC_HIDDEN;
 /* Registry bytes of the units of [p, p + size): first for p's unit, rest for the
  * others. Caller holds vc_os_lock and owns those units. */

@@ -263,6 +263,19 @@ static void release_for_other_node(unsigned node, uint64_t fresh_pages)
 	}
 }
 
+void vc_span_populate(struct vc_span *sp, size_t from, size_t to)
+{
+	uint16_t mark = __atomic_load_n(&sp->populated, __ATOMIC_RELAXED);
+	if (to <= mark)
+		return;
+	if (from < mark)
+		from = mark;
+	vc_os_populate(vc_span_start(sp) + from * VC_OS_PAGE, (to - from) * VC_OS_PAGE);
+	while (mark < to && !__atomic_compare_exchange_n(&sp->populated, &mark, (uint16_t)to, true,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state, int lane)
 {
 	struct vc_pageheap *ph = &vc_pageheaps[node];

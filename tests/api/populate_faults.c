@@ -107,65 +107,39 @@ static void check_carve(void)
 	 * realloc case's new spans. */
 }
 
-static void check_realloc(void)
+/* Allocate n blocks of `from` bytes, write them whole, grow each to `to` by realloc
+ * (counting the page faults of those calls alone), check the contents moved with
+ * them, free them. At most an eighth of the pages copied may fault, plus
+ * per_block_faults for each block. */
+static void check_moves(const char *name, void **blocks, int n, size_t from, size_t to,
+			unsigned per_block_faults)
 {
-	for (int i = 0; i < GROW_BLOCKS; i++) {
-		grown[i] = malloc(GROW_FROM);
-		VCT_CHECK(grown[i] != NULL, "malloc(%d) failed", GROW_FROM);
-		memset(grown[i], 'a' + i % 26, malloc_usable_size(grown[i]));
+	for (int i = 0; i < n; i++) {
+		blocks[i] = malloc(from);
+		VCT_CHECK(blocks[i] != NULL, "malloc(%zu) failed", from);
+		memset(blocks[i], 'a' + i % 26, malloc_usable_size(blocks[i]));
 	}
-	const size_t copied = malloc_usable_size(grown[0]);
+	const size_t copied = malloc_usable_size(blocks[0]);
 	count_start();
-	for (int i = 0; i < GROW_BLOCKS; i++)
-		grown[i] = realloc(grown[i], GROW_TO);
+	for (int i = 0; i < n; i++)
+		blocks[i] = realloc(blocks[i], to);
 	uint64_t faults = count_stop();
-	for (int i = 0; i < GROW_BLOCKS; i++) {
-		VCT_CHECK(grown[i] != NULL, "realloc(%d) failed", GROW_TO);
-		const unsigned char *b = grown[i];
+	for (int i = 0; i < n; i++) {
+		VCT_CHECK(blocks[i] != NULL, "realloc(%zu) failed", to);
+		const unsigned char *b = blocks[i];
 		for (size_t k = 0; k < copied; k += 512)
-			VCT_CHECK(b[k] == 'a' + i % 26, "block %d byte %zu: %d after realloc", i, k,
-				  b[k]);
+			VCT_CHECK(b[k] == 'a' + i % 26, "%s: block %d byte %zu: %d after realloc",
+				  name, i, k, b[k]);
 	}
-	const unsigned pages = (unsigned)(GROW_BLOCKS * ((copied + 4095) / 4096));
-	printf("populate_faults: realloc: %d blocks of %zu B moved to blocks of %zu B, copies "
+	const unsigned pages = (unsigned)((size_t)n * ((copied + 4095) / 4096));
+	printf("populate_faults: %s: %d blocks of %zu B moved to blocks of %zu B, copies "
 	       "over about %u pages: %llu page faults\n",
-	       GROW_BLOCKS, copied, malloc_usable_size(grown[0]), pages,
-	       (unsigned long long)faults);
-	/* Carving the new blocks writes each one's tag, on its first page: a fault per
-	 * block that no populate saves (the rest of a block larger than an OS page is
-	 * the program's to touch, or not). */
-	const unsigned most = GROW_BLOCKS + pages / 8;
-	VCT_CHECK(faults <= most, "%llu page faults in the copies of %u pages: more than %u",
-		  (unsigned long long)faults, pages, most);
-	for (int i = 0; i < GROW_BLOCKS; i++)
-		free(grown[i]);
-}
-
-static void check_realloc_huge(void)
-{
-	for (int i = 0; i < HUGE_BLOCKS; i++) {
-		huge[i] = malloc(HUGE_FROM);
-		VCT_CHECK(huge[i] != NULL, "malloc(%d) failed", HUGE_FROM);
-		memset(huge[i], 'A' + i, HUGE_FROM);
-	}
-	count_start();
-	for (int i = 0; i < HUGE_BLOCKS; i++)
-		huge[i] = realloc(huge[i], HUGE_TO);
-	uint64_t faults = count_stop();
-	for (int i = 0; i < HUGE_BLOCKS; i++) {
-		VCT_CHECK(huge[i] != NULL, "realloc(%d) failed", HUGE_TO);
-		const unsigned char *b = huge[i];
-		for (size_t k = 0; k < HUGE_FROM; k += 4096)
-			VCT_CHECK(b[k] == 'A' + i, "block %d byte %zu: %d after realloc", i, k, b[k]);
-	}
-	const unsigned pages = HUGE_BLOCKS * (HUGE_FROM / 4096);
-	printf("populate_faults: realloc to huge: %d blocks of %d B moved to blocks of %d B, "
-	       "copies over %u pages: %llu page faults\n",
-	       HUGE_BLOCKS, HUGE_FROM, HUGE_TO, pages, (unsigned long long)faults);
-	VCT_CHECK(faults <= pages / 8, "%llu page faults in the copies of %u pages: more than %u",
-		  (unsigned long long)faults, pages, pages / 8);
-	for (int i = 0; i < HUGE_BLOCKS; i++)
-		free(huge[i]);
+	       name, n, copied, malloc_usable_size(blocks[0]), pages, (unsigned long long)faults);
+	const unsigned most = (unsigned)n * per_block_faults + pages / 8;
+	VCT_CHECK(faults <= most, "%s: %llu page faults in the copies of %u pages: more than %u",
+		  name, (unsigned long long)faults, pages, most);
+	for (int i = 0; i < n; i++)
+		free(blocks[i]);
 }
 
 int main(void)
@@ -181,8 +155,11 @@ int main(void)
 		return 77;
 	}
 	check_carve();
-	check_realloc();
-	check_realloc_huge();
+	/* Carving the new small blocks writes each one's tag, on its first page: a fault
+	 * per block that no populate saves (the rest of a block larger than an OS page
+	 * is the program's to touch, or not). */
+	check_moves("realloc", grown, GROW_BLOCKS, GROW_FROM, GROW_TO, 1);
+	check_moves("realloc to huge", huge, HUGE_BLOCKS, HUGE_FROM, HUGE_TO, 0);
 	close(counter);
 	for (int i = 0; i < CARVE_BLOCKS; i++)
 		free(carved[i]);
