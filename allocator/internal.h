@@ -348,6 +348,9 @@ void vc_cache_lock_all(void) VC_HIDDEN;
 void vc_cache_unlock_all(bool child) VC_HIDDEN;
 /* Statistics of the per-vCPU layer. */
 void vc_cache_stats(struct vcmalloc_stats *st) VC_HIDDEN;
+/* vcmalloc_stats()'s allocated_bytes alone (stats.c): walks the central lists and
+ * the populated vCPU caches, takes no lock. */
+uint64_t vc_stats_live_bytes(void) VC_HIDDEN;
 extern uint64_t vc_cache_bytes_peak VC_HIDDEN;
 extern uint32_t vc_cache_populated_now VC_HIDDEN;
 extern uint32_t vc_cache_populated_peak VC_HIDDEN;

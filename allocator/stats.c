@@ -12,6 +12,39 @@ static const char *mode_name(int m)
 	return m == VCMALLOC_INDEX_VCPU ? "vcpu" : m == VCMALLOC_INDEX_CPU ? "cpu" : "fallback";
 }
 
+/* Bytes of the small objects of node n out of their spans and not in a transfer
+ * array: live, or in a vCPU cache or a remote-free buffer. */
+static uint64_t small_out_bytes(unsigned n)
+{
+	uint64_t out = 0;
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+		struct vc_central *ce = vc_central_of(n, c);
+		out += (__atomic_load_n(&ce->span_out, __ATOMIC_RELAXED) -
+			__atomic_load_n(&ce->transfer_count, __ATOMIC_RELAXED)) *
+		       vc_classes[c].size;
+	}
+	return out;
+}
+
+/* Live bytes: small objects out of spans and not cached anywhere (a vCPU cache,
+ * a remote-free buffer), plus large and huge blocks (usable sizes). */
+static uint64_t live_bytes(uint64_t small_out, uint64_t cached_small)
+{
+	return (small_out > cached_small ? small_out - cached_small : 0) +
+	       __atomic_load_n(&vc_stat_large_bytes, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&vc_huge_mapped_bytes, __ATOMIC_RELAXED);
+}
+
+uint64_t vc_stats_live_bytes(void)
+{
+	struct vcmalloc_stats st;
+	vc_cache_stats(&st);
+	uint64_t small_out = 0;
+	for (unsigned n = 0; n < vc_g.nnodes && n < VCMALLOC_MAX_NODES; n++)
+		small_out += small_out_bytes(n);
+	return live_bytes(small_out, st.vcpu_cache_object_bytes);
+}
+
 static void fill(struct vcmalloc_stats *st)
 {
 	memset(st, 0, sizeof *st);
@@ -36,14 +69,11 @@ static void fill(struct vcmalloc_stats *st)
 		 * central lists (transfer arrays, span free lists, uncarved objects). */
 		uint64_t cached = ph->free_bytes > rel ? ph->free_bytes - rel : 0;
 		vc_unlock(&ph->lock);
-		for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
-			struct vc_central *ce = vc_central_of(n, c);
-			cached += __atomic_load_n(&ce->free_objects, __ATOMIC_RELAXED) *
+		for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
+			cached += __atomic_load_n(&vc_central_of(n, c)->free_objects,
+						  __ATOMIC_RELAXED) *
 				  vc_classes[c].size;
-			small_out += (__atomic_load_n(&ce->span_out, __ATOMIC_RELAXED) -
-				      __atomic_load_n(&ce->transfer_count, __ATOMIC_RELAXED)) *
-				     vc_classes[c].size;
-		}
+		small_out += small_out_bytes(n);
 		st->node[n].mapped_bytes = m;
 		st->node[n].resident_bytes = m > rel ? m - rel : 0;
 		st->node[n].cached_bytes = cached;
@@ -60,11 +90,7 @@ static void fill(struct vcmalloc_stats *st)
 			   st->vcpu_cache_object_bytes;
 	st->resident_bytes = resident + huge + huge_cached + st->vcpu_cache_bytes -
 			     st->vcpu_cache_object_bytes;
-	/* Live bytes: small objects out of spans and not cached anywhere (a vCPU cache,
-	 * a remote-free buffer), plus large and huge blocks (usable sizes). */
-	uint64_t cached_small = st->vcpu_cache_object_bytes;
-	st->allocated_bytes = (small_out > cached_small ? small_out - cached_small : 0) +
-			      __atomic_load_n(&vc_stat_large_bytes, __ATOMIC_RELAXED) + huge;
+	st->allocated_bytes = live_bytes(small_out, st->vcpu_cache_object_bytes);
 }
 
 void vc_stats_detail(struct vc_stats_detail *d)

@@ -335,6 +335,9 @@ static bool resize(struct vc_rseq_abi *rs, uint32_t idx, unsigned c, unsigned ca
 	return true;
 }
 
+/* The budgets' growth beyond the option, all vCPUs together (vcpu_policy.h). */
+static struct vc_budget_pool budget_pool = {0, vc_stats_live_bytes};
+
 /* On a miss of class c: apply the policy's steps (vcpu_policy.h) until it grows c,
  * has nothing more to do, or a resize fails. Lock of idx held. */
 static void adapt_capacity(struct vc_rseq_abi *rs, uint32_t idx, unsigned c)
@@ -343,7 +346,7 @@ static void adapt_capacity(struct vc_rseq_abi *rs, uint32_t idx, unsigned c)
 	for (unsigned steals = 0;; steals++) {
 		struct vc_policy_step step =
 		    vc_policy_next(&v->locked.cap, &v->counters.pressure, v->counters.misses, c,
-				   steals, vc_g.opt.vcpu_cache_bytes);
+				   steals, vc_g.opt.vcpu_cache_bytes, &budget_pool);
 		if (step.cls == 0 || !resize(rs, idx, step.cls, step.capacity) || step.cls == c)
 			return;
 		vc_policy_note_stolen(&v->locked.cap, step.cls);
@@ -633,7 +636,7 @@ static bool drain_stop(uint32_t idx)
 }
 
 /* Phase 2, after the fence: the objects go home (each to its node's central list),
- * the headers stay stopped, the capacities are zero. */
+ * the headers stay stopped, the capacities are zero, the budget is the option's. */
 static void drain_move_objects(uint32_t idx)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
@@ -644,6 +647,7 @@ static void drain_move_objects(uint32_t idx)
 		__atomic_store_n(&v->counters.misses[c], 0, __ATOMIC_RELAXED);
 	}
 	v->locked.cap.bytes = 0;
+	vc_policy_release_budget(&v->locked.cap, vc_g.opt.vcpu_cache_bytes, &budget_pool);
 }
 
 /* Phase 2 of a reclaim: objects out, the region's release due (release_region does

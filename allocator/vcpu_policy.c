@@ -53,20 +53,37 @@ void vc_policy_note_stolen(struct vc_capacity *k, unsigned victim)
 	k->stolen[victim / 64] |= 1ull << (victim % 64);
 }
 
-/* One more thrashing miss; the budget doubles at the threshold. */
-static void note_pressure(struct vc_capacity *k, uint32_t *pressure, uint64_t option_bytes)
+/* One more thrashing miss; the budget doubles at the threshold if the pool's bound
+ * allows. */
+static void note_pressure(struct vc_capacity *k, uint32_t *pressure, uint64_t option_bytes,
+			  struct vc_budget_pool *pool)
 {
 	if (vc_id_counter_add(pressure, 1) < VC_BUDGET_PRESSURE)
 		return;
 	__atomic_store_n(pressure, 0, __ATOMIC_RELAXED);
 	uint64_t max = option_bytes * VC_BUDGET_GROWTH;
-	if (k->budget < max)
-		k->budget = k->budget * 2 > max ? max : k->budget * 2;
+	if (k->budget >= max)
+		return;
+	uint64_t grown = k->budget * 2 > max ? max : k->budget * 2;
+	uint64_t add = grown - k->budget;
+	if (__atomic_load_n(&pool->extra, __ATOMIC_RELAXED) + add > pool->live_bytes())
+		return;
+	__atomic_add_fetch(&pool->extra, add, __ATOMIC_RELAXED);
+	k->budget = grown;
+}
+
+void vc_policy_release_budget(struct vc_capacity *k, uint64_t option_bytes,
+			      struct vc_budget_pool *pool)
+{
+	if (k->budget > option_bytes)
+		__atomic_sub_fetch(&pool->extra, k->budget - option_bytes, __ATOMIC_RELAXED);
+	k->budget = option_bytes;
 }
 
 struct vc_policy_step vc_policy_next(struct vc_capacity *k, uint32_t *pressure,
 				     const uint32_t misses[VC_NUM_CLASSES], unsigned c,
-				     unsigned steals, uint64_t option_bytes)
+				     unsigned steals, uint64_t option_bytes,
+				     struct vc_budget_pool *pool)
 {
 	const struct vc_policy_step none = {0, 0};
 	const struct vc_class_info *ci = &vc_classes[c];
@@ -78,7 +95,7 @@ struct vc_policy_step vc_policy_next(struct vc_capacity *k, uint32_t *pressure,
 		grow = ci->max_slots - cap;
 	uint64_t need = (uint64_t)grow * ci->size;
 	if (steals == 0 && k->bytes + need > k->budget && stolen_test_and_clear(k, c))
-		note_pressure(k, pressure, option_bytes);
+		note_pressure(k, pressure, option_bytes, pool);
 	if (k->bytes + need <= k->budget)
 		return (struct vc_policy_step){c, cap + grow};
 	if (steals >= VC_STEAL_MAX)

@@ -12,7 +12,9 @@
  *     the next VC_STEAL_WINDOW classes holding capacity (a rotating window: O(1) per
  *     miss), if that class missed less than the one missing now; at most
  *     VC_STEAL_MAX steals per miss;
- *   - thrashing raises the budget (note_pressure): see VC_BUDGET_PRESSURE;
+ *   - thrashing raises the budget (note_pressure): see VC_BUDGET_PRESSURE; what the
+ *     budgets of all vCPUs exceed their option value by together never grows past
+ *     the program's live bytes (struct vc_budget_pool);
  *   - miss counts halve (every class at once) when one reaches VC_MISS_HALVING, so
  *     that capacity follows recent misses.
  */
@@ -43,6 +45,22 @@
 #define VC_STEAL_MAX 8
 #define VC_MISS_HALVING 4096
 
+/* The budgets' growth beyond the option, shared by every vCPU. A doubling is granted
+ * only while `extra` (the sum over vCPUs of budget - option) stays within the live
+ * bytes the program holds: the caches' growth follows the data, not the time a
+ * program has been thrashing. bench/footprint's `few` (4 threads, bursts of a wide
+ * mix between sleeps, live data about 6.5 MiB) thrashes in every burst, and at ten
+ * times its usual length, with the budgets of its two vCPUs at the cap (8 MiB
+ * each), its caches held 13 MiB at their peak and its peak RSS was 22 MiB; with
+ * this bound 5 MiB and 17 MiB. A single thread churning a wide mix keeps its cap:
+ * bench/speed's wide1 holds about 9 MiB of live data, and its one vCPU's 8 MiB
+ * budget fits (halving the bound made wide1 18% slower, a quarter 60%). Two vCPUs
+ * doubling at once may both pass the check: the bound is approximate by one step. */
+struct vc_budget_pool {
+	uint64_t extra;                /* relaxed atomic */
+	uint64_t (*live_bytes)(void);  /* called at a doubling only */
+};
+
 /* A decision: set class `cls`'s capacity to `capacity`; cls 0: nothing to do. */
 struct vc_policy_step {
 	unsigned cls;
@@ -68,7 +86,13 @@ void vc_policy_count_miss(uint32_t misses[VC_NUM_CLASSES], unsigned c) VC_HIDDEN
  * thrashing misses (relaxed atomic; the reclaim tick zeroes it). */
 struct vc_policy_step vc_policy_next(struct vc_capacity *k, uint32_t *pressure,
 				     const uint32_t misses[VC_NUM_CLASSES], unsigned c,
-				     unsigned steals, uint64_t option_bytes) VC_HIDDEN;
+				     unsigned steals, uint64_t option_bytes,
+				     struct vc_budget_pool *pool) VC_HIDDEN;
+
+/* The vCPU's cache was emptied (a drain): its budget goes back to the option, and
+ * what it had beyond that back to the pool. */
+void vc_policy_release_budget(struct vc_capacity *k, uint64_t option_bytes,
+			      struct vc_budget_pool *pool) VC_HIDDEN;
 
 /* A steal from victim was applied. */
 void vc_policy_note_stolen(struct vc_capacity *k, unsigned victim) VC_HIDDEN;

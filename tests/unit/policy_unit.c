@@ -14,6 +14,9 @@
  *   pressure    VC_BUDGET_PRESSURE thrashing misses (over budget, the class robbed
  *               since its last miss) double the budget, up to VC_BUDGET_GROWTH
  *               times the option; misses that are not thrashing count nothing;
+ *   live bound  a doubling that would make the budgets' growth (the pool's extra,
+ *               every vCPU together) pass the live bytes is refused, the pool
+ *               counts what it granted, a drain's release gives it back;
  *   halving     when a class reaches VC_MISS_HALVING misses, every class's count
  *               halves;
  *   locked      fallback mode's rule: a whole step within the budget, else nothing.
@@ -31,12 +34,22 @@
 static struct vc_capacity k;
 static uint32_t misses[VC_NUM_CLASSES];
 static uint32_t pressure;
+static uint64_t live; /* what the pool's live_bytes reports */
+
+static uint64_t live_now(void)
+{
+	return live;
+}
+
+static struct vc_budget_pool pool = {0, live_now};
 
 static void fresh(uint64_t option)
 {
 	memset(&k, 0, sizeof k);
 	memset(misses, 0, sizeof misses);
 	pressure = 0;
+	live = UINT64_MAX / 2; /* no bound unless a case sets one */
+	pool.extra = 0;
 	vc_policy_reset(&k, option);
 }
 
@@ -50,7 +63,7 @@ static uint64_t bytes_of_capacities(void)
 
 static struct vc_policy_step next(unsigned c, unsigned steals)
 {
-	return vc_policy_next(&k, &pressure, misses, c, steals, OPTION);
+	return vc_policy_next(&k, &pressure, misses, c, steals, OPTION, &pool);
 }
 
 static void case_step(void)
@@ -224,6 +237,55 @@ static void case_pressure(void)
 		   (unsigned long long)k.budget, (unsigned long long)OPTION * VC_BUDGET_GROWTH);
 }
 
+/* VC_BUDGET_PRESSURE thrashing misses of class c: one doubling's worth. */
+static void thrash_round(unsigned c)
+{
+	for (unsigned i = 0; i < VC_BUDGET_PRESSURE; i++) {
+		vc_policy_note_stolen(&k, c);
+		next(c, 0);
+	}
+}
+
+static void case_live_bound(void)
+{
+	fresh(OPTION);
+	unsigned c = vc_class_of(512);
+	vc_policy_set(&k, c, 64);
+	k.bytes = UINT64_MAX / 4; /* every miss finds the budget spent */
+	live = OPTION + OPTION / 2;
+	thrash_round(c);
+	VCT_EXPECT(k.budget == 2 * (uint64_t)OPTION && pool.extra == OPTION,
+		   "first doubling (1 MiB more, live 1.5 MiB): budget %llu, pool %llu",
+		   (unsigned long long)k.budget, (unsigned long long)pool.extra);
+	thrash_round(c);
+	VCT_EXPECT(k.budget == 2 * (uint64_t)OPTION && pool.extra == OPTION,
+		   "second doubling (3 MiB in all, live 1.5 MiB) refused: budget %llu, pool %llu",
+		   (unsigned long long)k.budget, (unsigned long long)pool.extra);
+	VCT_EXPECT(pressure == 0, "a refused doubling starts the count again: %u", pressure);
+	/* Other vCPUs' growth counts against the same bound: 2 MiB of theirs and this
+	 * one's 1 MiB, plus 2 MiB for this doubling, pass 4 MiB of live data. */
+	pool.extra = 3 * (uint64_t)OPTION;
+	live = 4 * (uint64_t)OPTION;
+	thrash_round(c);
+	VCT_EXPECT(k.budget == 2 * (uint64_t)OPTION && pool.extra == 3 * (uint64_t)OPTION,
+		   "5 MiB > live 4 MiB: budget %llu, pool %llu", (unsigned long long)k.budget,
+		   (unsigned long long)pool.extra);
+	live = 5 * (uint64_t)OPTION;
+	thrash_round(c);
+	VCT_EXPECT(k.budget == 4 * (uint64_t)OPTION && pool.extra == 5 * (uint64_t)OPTION,
+		   "live 5 MiB: budget %llu, pool %llu", (unsigned long long)k.budget,
+		   (unsigned long long)pool.extra);
+	/* A drain's release: the budget is the option's again, the pool keeps only the
+	 * other vCPUs' part. */
+	vc_policy_release_budget(&k, OPTION, &pool);
+	VCT_EXPECT(k.budget == OPTION && pool.extra == 2 * (uint64_t)OPTION,
+		   "after the release: budget %llu, pool %llu", (unsigned long long)k.budget,
+		   (unsigned long long)pool.extra);
+	vc_policy_release_budget(&k, OPTION, &pool);
+	VCT_EXPECT(pool.extra == 2 * (uint64_t)OPTION,
+		   "a second release gives nothing back: pool %llu", (unsigned long long)pool.extra);
+}
+
 static void case_halving(void)
 {
 	fresh(OPTION);
@@ -264,8 +326,9 @@ int main(void)
 	case_steal();
 	case_no_steal();
 	case_pressure();
+	case_live_bound();
 	case_halving();
 	case_locked();
-	printf("policy-unit: step, growth, steal, no steal, pressure, halving, locked\n");
+	printf("policy-unit: step, growth, steal, no steal, pressure, live bound, halving, locked\n");
 	return vct_exit();
 }
