@@ -273,9 +273,9 @@ void vc_pageheap_free(struct vc_span *sp) VC_HIDDEN;
 void vc_span_publish(struct vc_span *sp) VC_HIDDEN;
 /* Release FREE pages idle longer than the decay (all of them when force). */
 void vc_pageheap_decay(unsigned node, bool force) VC_HIDDEN;
-/* Decay every node whose last decay is older than the decay time at `now` (ms of
- * vc_os_now_ms): one batch per node (slow paths), or every aged span (the
- * maintenance thread). */
+/* Release free spans idle for the decay time: one batch per node whose last decay
+ * is older than the decay time at `now` (ms of vc_os_now_ms; slow paths), or every
+ * aged span of every node (every_batch: the maintenance thread). */
 void vc_pageheap_maybe_decay(uint64_t now, bool every_batch) VC_HIDDEN;
 /* The page heap's deferred work (pageheap.c), then vc_pageheap_maybe_decay. Called
  * with no allocator lock held. */

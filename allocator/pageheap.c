@@ -512,6 +512,13 @@ static bool node_is_quiet(const struct vc_pageheap *ph, uint64_t now)
 	       now - __atomic_load_n(&ph->last_use_ms, __ATOMIC_RELAXED) >= vc_g.opt.decay_ms / 32;
 }
 
+/* A slow path releases one batch per node and decay time (last_decay_ms), so that
+ * no allocation waits for more than a batch of system calls; the maintenance thread
+ * (every_batch) releases every aged span at each of its rounds, whatever the slow
+ * paths did. It used to wait for the decay time too, which the slow paths' passes
+ * kept restarting: a program that freed 100 MiB after a burst and went on with a
+ * light load (a slow path now and then) got 32 spans back per second, and held 99
+ * MiB seven seconds later. */
 void vc_pageheap_maybe_decay(uint64_t now, bool every_batch)
 {
 	for (unsigned n = 0; n < vc_g.nnodes; n++) {
@@ -519,7 +526,8 @@ void vc_pageheap_maybe_decay(uint64_t now, bool every_batch)
 		if (__atomic_load_n(&ph->free_bytes, __ATOMIC_RELAXED) <=
 		    __atomic_load_n(&ph->released_bytes, __ATOMIC_RELAXED))
 			continue;
-		if (now - __atomic_load_n(&ph->last_decay_ms, __ATOMIC_RELAXED) >= vc_g.opt.decay_ms)
+		if (every_batch ||
+		    now - __atomic_load_n(&ph->last_decay_ms, __ATOMIC_RELAXED) >= vc_g.opt.decay_ms)
 			while (decay_pass(n, false) == VC_DECAY_BATCH && every_batch)
 				;
 		else if (node_is_quiet(ph, now))
