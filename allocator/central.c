@@ -39,6 +39,8 @@
 #include "internal.h"
 #include "span_list.h"
 
+#include <string.h>
+
 struct vc_central *vc_central_nodes[VC_MAX_NODES];
 
 /* One mapping per node: the class headers first (a few pages, written here, so that
@@ -226,6 +228,8 @@ static unsigned remove_objects(unsigned node, unsigned c, unsigned lane, void **
 		out[got++] = p;
 		LOCKED_ADD(ce->free_objects, -(uint64_t)1);
 	}
+	if (ce->transfer_count < ce->transfer_low)
+		ce->transfer_low = ce->transfer_count;
 	if (got < n)
 		got += take_from_spans(ce, node, c, lane, out + got, n - got, grow);
 	vc_unlock(&ce->lock);
@@ -307,6 +311,7 @@ static void flush_transfer(struct vc_central *ce)
 		LOCKED_ADD(ce->free_objects, -(uint64_t)1);
 		give_to_span(ce, vc_span_of(vc_segment_of(p), p), p);
 	}
+	ce->transfer_low = 0;
 }
 
 void vc_central_flush(void)
@@ -321,10 +326,31 @@ void vc_central_flush(void)
 	}
 }
 
-/* Called with each reclaim tick and by vcmalloc_reclaim (maintenance.c): transfer
- * arrays untouched since the previous call go back to their spans, so that memory a
- * program stopped using can reach the page heap and, after the decay, the OS. A
- * busy central (lock held) is left alone. */
+/* The bottom n objects of the transfer array back to their spans, the others moved
+ * down. Lock held. */
+static void flush_transfer_bottom(struct vc_central *ce, uint32_t n)
+{
+	/* transfer_low <= transfer_count: every decrease of the count (a remove, a
+	 * flush) lowers the mark with it. */
+	VC_ASSERT(n <= ce->transfer_count);
+	for (uint32_t i = 0; i < n; i++) {
+		void *p = ce->transfer[i];
+		LOCKED_ADD(ce->free_objects, -(uint64_t)1);
+		give_to_span(ce, vc_span_of(vc_segment_of(p), p), p);
+	}
+	uint32_t left = ce->transfer_count - n;
+	memmove(ce->transfer, ce->transfer + n, (size_t)left * sizeof(void *));
+	LOCKED_ADD(ce->transfer_count, -n);
+}
+
+/* Called with each reclaim tick and by vcmalloc_reclaim (maintenance.c), so that
+ * memory a program stopped using can reach the page heap and, after the decay, the
+ * OS: a transfer array untouched since the previous call goes back to its spans,
+ * and of one in use, the objects below its low-water mark (never taken since the
+ * previous call: more than the program's traffic needed). A program that freed
+ * 100 MiB after a burst and went on with a light load kept 27 MiB in arrays that its
+ * light load touched now and then, all of it until malloc_trim. A busy central
+ * (lock held) is left alone. */
 void vc_central_trim_idle(void)
 {
 	for (unsigned node = 0; node < vc_g.nnodes; node++) {
@@ -334,7 +360,10 @@ void vc_central_trim_idle(void)
 				continue;
 			if (ce->transfer_count > 0 && ce->ops == ce->ops_at_scan)
 				flush_transfer(ce);
+			else if (ce->transfer_low > 0)
+				flush_transfer_bottom(ce, ce->transfer_low);
 			ce->ops_at_scan = ce->ops;
+			ce->transfer_low = ce->transfer_count;
 			vc_unlock(&ce->lock);
 		}
 	}

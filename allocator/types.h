@@ -236,6 +236,9 @@ struct vc_central {
 	uint32_t transfer_count;
 	uint32_t ops;             /* removes and inserts, to find idle transfer arrays */
 	uint32_t ops_at_scan;     /* ops at the previous idle scan */
+	uint32_t transfer_low;    /* lowest transfer_count since the previous idle scan
+				     (<= transfer_count): the objects below it sat
+				     unused all that time */
 	uint64_t free_objects;    /* on span free lists + uncarved + in transfer */
 	uint64_t span_out;        /* objects taken out of spans (incl. in transfer) */
 	void **transfer;          /* [VC_TRANSFER_CAP], slots [0, transfer_count) used */

@@ -28,7 +28,9 @@
  *   tag        an object on a span's free list whose free tag was overwritten is
  *              reported as a use after free when it is taken;
  *   idle       the idle trim flushes a transfer array untouched since the previous
- *              trim, and leaves one that was used;
+ *              trim; of one that was used, the objects below its low-water mark
+ *              (never taken since the previous trim) go back to their spans and the
+ *              others move down, in order; a flush in between lowers the mark;
  *   no release a flush that empties spans makes no system call, even with the page
  *              heap's decay overdue; the page heap's maintenance releases them later,
  *              with no central or page-heap lock held;
@@ -360,15 +362,32 @@ static void case_idle(void)
 	VCT_EXPECT(ce->transfer_count == na && co->transfer_count == nb,
 		   "a trim flushed transfer arrays just used (%u, %u)", ce->transfer_count,
 		   co->transfer_count);
-	take(0, other, 0, b, 1); /* `other` is used again, cls is not */
-	give(other, b, 1);
+	/* `other` is used again, cls is not: 3 taken (the mark falls to nb - 3), 2
+	 * given back. */
+	void *top[3];
+	take(0, other, 0, top, 3);
+	VCT_EXPECT(top[0] == b[nb - 1] && top[2] == b[nb - 3], "taken from the top");
+	give(other, top, 2);
 	vc_central_trim_idle();
 	VCT_EXPECT(ce->transfer_count == 0, "the idle transfer array kept %u objects",
 		   ce->transfer_count);
-	VCT_EXPECT(co->transfer_count == nb, "the used transfer array: %u objects, want %u",
-		   co->transfer_count, nb);
+	VCT_EXPECT(co->transfer_count == 2 && co->transfer[0] == top[0] &&
+		       co->transfer[1] == top[1],
+		   "the used transfer array: %u objects, want the 2 given back since the "
+		   "previous trim, in their order",
+		   co->transfer_count);
+	VCT_EXPECT(co->transfer_low == 2, "mark %u after the trim", co->transfer_low);
 	check_accounts(0, cls, "idle");
 	check_accounts(0, other, "idle: other");
+	/* A flush empties the array: the mark falls to 0, and what is given back after
+	 * it stays at the next trim. */
+	vc_central_flush();
+	VCT_EXPECT(co->transfer_low == 0, "mark %u after a flush", co->transfer_low);
+	give(other, top + 2, 1);
+	vc_central_trim_idle();
+	VCT_EXPECT(co->transfer_count == 1 && co->transfer[0] == top[2],
+		   "the object given back after the flush: %u in the array", co->transfer_count);
+	check_accounts(0, other, "idle: after a flush");
 	vc_central_flush();
 }
 
