@@ -793,6 +793,44 @@ static uint64_t header_sum(uint32_t idx)
 	return s;
 }
 
+/* Caches whose budgets grew for data the program no longer holds: when the pool's
+ * extra is more than twice the live bytes (vcpu_policy.h), every populated vCPU
+ * whose budget grew and that the scan did not drain already is drained, which gives
+ * its objects to the central lists (where whole spans can go back to the page heap
+ * and to the OS) and its growth back to the pool. A vCPU in use refills from the
+ * option's budget. Twice: between two bursts a program holds less than at their
+ * peak, and its caches should not be emptied at every tick for that. A program that
+ * allocated 100 MiB on 4 threads, then kept 1 MiB and went on with a light load
+ * still cached 14 MiB in its two vCPUs three seconds later. Returns how many were
+ * drained. reclaim_lock held. */
+static int drain_oversized(void)
+{
+	uint64_t extra = __atomic_load_n(&budget_pool.extra, __ATOMIC_RELAXED);
+	if (extra == 0 || extra / 2 <= vc_stats_live_bytes())
+		return 0;
+	int drained = 0;
+	uint32_t group[VC_DRAIN_GROUP];
+	unsigned n = 0;
+	uint32_t bound = __atomic_load_n(&populated_bound, __ATOMIC_ACQUIRE);
+	for (uint32_t idx = 0; idx < bound; idx++) {
+		const struct vc_vcpu *v = &vc_g.vcpus[idx];
+		/* The budget is read without the lock: a stale value costs a drain or
+		 * saves one, and drain_stop looks again at whether idx is populated. */
+		if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&v->locked.cap.budget, __ATOMIC_RELAXED) <=
+			vc_g.opt.vcpu_cache_bytes)
+			continue;
+		group[n++] = idx;
+		if (n == VC_DRAIN_GROUP) {
+			drained += drain_group(group, n);
+			n = 0;
+		}
+	}
+	if (n)
+		drained += drain_group(group, n);
+	return drained;
+}
+
 /* One reclaim scan; reclaim_lock held. */
 static int reclaim_scan(bool force)
 {
@@ -827,7 +865,7 @@ static int reclaim_scan(bool force)
 	}
 	if (n)
 		drained += drain_group(group, n);
-	return drained;
+	return drained + drain_oversized();
 }
 
 int vc_cache_reclaim(bool force)
