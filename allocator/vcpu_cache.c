@@ -785,6 +785,32 @@ static void move_to_node(uint32_t idx, unsigned node, bool roam)
 	note_peak(idx);
 }
 
+/* Ids to drain, collected in increasing order and drained VC_DRAIN_GROUP at a time
+ * (one fence per group). */
+struct drain_batch {
+	uint32_t ids[VC_DRAIN_GROUP];
+	unsigned n;
+	int drained;
+};
+
+static void drain_batch_add(struct drain_batch *b, uint32_t idx)
+{
+	b->ids[b->n++] = idx;
+	if (b->n == VC_DRAIN_GROUP) {
+		b->drained += drain_group(b->ids, b->n);
+		b->n = 0;
+	}
+}
+
+/* The rest drained; returns how many were drained in all. */
+static int drain_batch_end(struct drain_batch *b)
+{
+	if (b->n)
+		b->drained += drain_group(b->ids, b->n);
+	b->n = 0;
+	return b->drained;
+}
+
 static uint64_t header_sum(uint32_t idx)
 {
 	uint64_t s = 0;
@@ -808,27 +834,18 @@ static int drain_oversized(void)
 	uint64_t extra = __atomic_load_n(&budget_pool.extra, __ATOMIC_RELAXED);
 	if (extra == 0 || extra / 2 <= vc_stats_live_bytes())
 		return 0;
-	int drained = 0;
-	uint32_t group[VC_DRAIN_GROUP];
-	unsigned n = 0;
+	struct drain_batch b = {.n = 0, .drained = 0};
 	uint32_t bound = __atomic_load_n(&populated_bound, __ATOMIC_ACQUIRE);
 	for (uint32_t idx = 0; idx < bound; idx++) {
 		const struct vc_vcpu *v = &vc_g.vcpus[idx];
 		/* The budget is read without the lock: a stale value costs a drain or
 		 * saves one, and drain_stop looks again at whether idx is populated. */
-		if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE) ||
-		    __atomic_load_n(&v->locked.cap.budget, __ATOMIC_RELAXED) <=
+		if (__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE) &&
+		    __atomic_load_n(&v->locked.cap.budget, __ATOMIC_RELAXED) >
 			vc_g.opt.vcpu_cache_bytes)
-			continue;
-		group[n++] = idx;
-		if (n == VC_DRAIN_GROUP) {
-			drained += drain_group(group, n);
-			n = 0;
-		}
+			drain_batch_add(&b, idx);
 	}
-	if (n)
-		drained += drain_group(group, n);
-	return drained;
+	return drain_batch_end(&b);
 }
 
 /* One reclaim scan; reclaim_lock held. */
@@ -836,9 +853,7 @@ static int reclaim_scan(bool force)
 {
 	__atomic_store_n(&last_reclaim_ms, vc_os_now_ms(), __ATOMIC_RELAXED);
 	VC_TEST_HOOK(tick_scan);
-	int drained = 0;
-	uint32_t group[VC_DRAIN_GROUP];
-	unsigned n = 0;
+	struct drain_batch b = {.n = 0, .drained = 0};
 	uint32_t bound = __atomic_load_n(&populated_bound, __ATOMIC_ACQUIRE);
 	for (uint32_t idx = 0; idx < bound; idx++) {
 		struct vc_vcpu *v = &vc_g.vcpus[idx];
@@ -855,17 +870,10 @@ static int reclaim_scan(bool force)
 		v->scan.header_sum = sum;
 		v->scan.seen_events = events;
 		__atomic_store_n(&v->counters.pressure, 0, __ATOMIC_RELAXED);
-		if (force || v->scan.idle_scans >= 2) {
-			group[n++] = idx;
-			if (n == VC_DRAIN_GROUP) {
-				drained += drain_group(group, n);
-				n = 0;
-			}
-		}
+		if (force || v->scan.idle_scans >= 2)
+			drain_batch_add(&b, idx);
 	}
-	if (n)
-		drained += drain_group(group, n);
-	return drained + drain_oversized();
+	return drain_batch_end(&b) + drain_oversized();
 }
 
 int vc_cache_reclaim(bool force)

@@ -69,7 +69,7 @@ static void note_pressure(struct vc_capacity *k, uint32_t *pressure, uint64_t op
 	if (__atomic_load_n(&pool->extra, __ATOMIC_RELAXED) + add > pool->live_bytes())
 		return;
 	__atomic_add_fetch(&pool->extra, add, __ATOMIC_RELAXED);
-	k->budget = grown;
+	__atomic_store_n(&k->budget, grown, __ATOMIC_RELAXED); /* the reclaim scan reads it */
 }
 
 void vc_policy_release_budget(struct vc_capacity *k, uint64_t option_bytes,
@@ -77,7 +77,7 @@ void vc_policy_release_budget(struct vc_capacity *k, uint64_t option_bytes,
 {
 	if (k->budget > option_bytes)
 		__atomic_sub_fetch(&pool->extra, k->budget - option_bytes, __ATOMIC_RELAXED);
-	k->budget = option_bytes;
+	__atomic_store_n(&k->budget, option_bytes, __ATOMIC_RELAXED);
 }
 
 struct vc_policy_step vc_policy_next(struct vc_capacity *k, uint32_t *pressure,

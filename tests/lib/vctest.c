@@ -11,6 +11,7 @@
 #include <sys/utsname.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 void vct_fail(const char *file, int line, const char *expr, const char *fmt, ...)
@@ -247,6 +248,21 @@ void vct_sem_wait(sem_t *s)
 {
 	while (sem_wait(s) != 0)
 		VCT_CHECK(errno == EINTR, "sem_wait: %s", strerror(errno));
+}
+
+long vct_rss_kib_syscalls(void)
+{
+	char buf[128];
+	int fd = open("/proc/self/statm", O_RDONLY);
+	VCT_CHECK(fd >= 0, "open statm");
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	VCT_CHECK(n > 0, "read statm");
+	buf[n] = 0;
+	char *p = buf;
+	while (*p && *p != ' ')
+		p++;
+	return strtol(p, NULL, 10) * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 void vct_sleep_us(long us)

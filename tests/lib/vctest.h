@@ -153,6 +153,10 @@ size_t vct_random_size(uint64_t *state, size_t max_large);
 /* A value in kibibytes from /proc/self/status ("VmRSS", "VmSize"), -1 on error. */
 long vct_proc_status_kib(const char *field);
 
+/* Resident KiB from /proc/self/statm, read with system calls only (no allocation,
+ * no stdio): for tests that watch RSS while the program makes no allocator call. */
+long vct_rss_kib_syscalls(void);
+
 /* Index mode named by VCMALLOC_INDEX, or -1 when the variable is unset or unknown. */
 int vct_env_index_mode(void);
 

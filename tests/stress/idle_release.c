@@ -29,22 +29,6 @@
 
 #define MIB (1L << 20)
 
-/* Resident KiB from /proc/self/statm, read with system calls only. */
-static long rss_kib(void)
-{
-	char buf[128];
-	int fd = open("/proc/self/statm", O_RDONLY);
-	VCT_CHECK(fd >= 0, "open statm");
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	VCT_CHECK(n > 0, "read statm");
-	buf[n] = 0;
-	char *p = buf;
-	while (*p && *p != ' ')
-		p++;
-	return strtol(p, NULL, 10) * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 /* Threads of this process (reads /proc/self/task with getdents through opendir,
  * which allocates: only called where that does not matter). */
 static int task_count(void)
@@ -56,13 +40,6 @@ static int task_count(void)
 		n += e->d_name[0] != '.';
 	closedir(d);
 	return n;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) != 0)
-		;
 }
 
 #define BURST_OBJECTS 60000
@@ -109,7 +86,7 @@ int main(int argc, char **argv)
 		free(malloc((size_t)(i + 1)));
 	VCT_CHECK(task_count() == 1, "a single-threaded process has %d threads", task_count());
 
-	long before = rss_kib();
+	long before = vct_rss_kib_syscalls();
 	sem_init(&burst_done, 0, 0);
 	sem_init(&burst_leave, 0, 0);
 	pthread_t t[BURST_THREADS];
@@ -118,7 +95,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < BURST_THREADS; i++)
 		vct_sem_wait(&burst_done);
 	long peak = vct_proc_status_kib("VmHWM");
-	long after = rss_kib();
+	long after = vct_rss_kib_syscalls();
 	printf("before %ld KiB, peak %ld KiB, after the burst %ld KiB\n", before, peak, after);
 	VCT_CHECK(peak - before > 24 * 1024, "the burst is too small to measure (%ld KiB)",
 		  peak - before);
@@ -130,9 +107,9 @@ int main(int argc, char **argv)
 		 * no call is made. */
 		VCT_CHECK(task_count() == 1 + BURST_THREADS,
 			  "VCMALLOC_BACKGROUND=0 but %d threads", task_count());
-		long held = rss_kib();
-		sleep_ms(1000);
-		long later = rss_kib();
+		long held = vct_rss_kib_syscalls();
+		vct_sleep_us(1000000);
+		long later = vct_rss_kib_syscalls();
 		printf("background off: %ld KiB, 1 s later %ld KiB\n", held, later);
 		VCT_CHECK(later >= held - 512,
 			  "RSS fell from %ld to %ld KiB without allocator calls nor maintenance "
@@ -141,9 +118,9 @@ int main(int argc, char **argv)
 		long rss = after;
 		int waited = 0;
 		while (rss > before + 6 * 1024 && waited < 30000) {
-			sleep_ms(50);
+			vct_sleep_us(50000);
 			waited += 50;
-			rss = rss_kib();
+			rss = vct_rss_kib_syscalls();
 		}
 		printf("idle: %ld KiB after %d ms without allocator calls\n", rss, waited);
 		VCT_CHECK(rss <= before + 6 * 1024,
@@ -153,12 +130,12 @@ int main(int argc, char **argv)
 			  "expected the program's threads and one more, got %d", task_count());
 	}
 
-	long idle_end = rss_kib();
+	long idle_end = vct_rss_kib_syscalls();
 	for (int i = 0; i < BURST_THREADS; i++)
 		sem_post(&burst_leave);
 	for (int i = 0; i < BURST_THREADS; i++)
 		pthread_join(t[i], NULL);
-	long joined = rss_kib();
+	long joined = vct_rss_kib_syscalls();
 	printf("threads gone: %ld KiB (%ld KiB before they exited)\n", joined, idle_end);
 	if (off)
 		VCT_CHECK(joined <= before + 6 * 1024 && idle_end - joined >= 1024,
@@ -184,7 +161,7 @@ int main(int argc, char **argv)
 		VCT_CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
 		VCT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 			  "child %d ended with status %#x", round, status);
-		sleep_ms(round % 3 == 0 ? 60 : 5);
+		vct_sleep_us((round % 3 == 0 ? 60 : 5) * 1000L);
 	}
 	printf("idle_release: ok\n");
 	return 0;

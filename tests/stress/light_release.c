@@ -16,40 +16,14 @@
  */
 #include "vctest.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #define THREADS 4
 #define BURST_BYTES (16L << 20)
 #define KEPT 256
-
-/* Resident KiB from /proc/self/statm, read with system calls only. */
-static long rss_kib(void)
-{
-	char buf[128];
-	int fd = open("/proc/self/statm", O_RDONLY);
-	VCT_CHECK(fd >= 0, "open statm");
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	VCT_CHECK(n > 0, "read statm");
-	buf[n] = 0;
-	char *p = buf;
-	while (*p && *p != ' ')
-		p++;
-	return strtol(p, NULL, 10) * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
 
 /* 16 B to 16 KiB, about as many blocks in each doubling. */
 static size_t wide_size(uint64_t *seed)
@@ -93,7 +67,7 @@ static void *worker(void *arg)
 		kept[k] = malloc(s);
 		VCT_CHECK(kept[k] != NULL, "malloc %zu", s);
 		memset(kept[k], 1, s < 64 ? s : 64);
-		sleep_ms(2);
+		vct_sleep_us(2000);
 	}
 	for (unsigned k = 0; k < KEPT; k++)
 		free(kept[k]);
@@ -106,7 +80,7 @@ int main(void)
 	VCT_CHECK(vct_under_vcmalloc(), "this test needs vcmalloc");
 	for (int i = 0; i < 1000; i++)
 		free(malloc((size_t)(i + 1)));
-	long before = rss_kib();
+	long before = vct_rss_kib_syscalls();
 	sem_init(&burst_done, 0, 0);
 	pthread_t t[THREADS];
 	for (uintptr_t i = 0; i < THREADS; i++)
@@ -115,15 +89,15 @@ int main(void)
 		vct_sem_wait(&burst_done);
 	long peak = vct_proc_status_kib("VmHWM");
 	printf("before %ld KiB, peak %ld KiB, after the burst %ld KiB\n", before, peak,
-	       rss_kib());
+	       vct_rss_kib_syscalls());
 	VCT_CHECK(peak - before > 32 * 1024, "the burst is too small to measure (%ld KiB)",
 		  peak - before);
-	long limit = before + 12 * 1024, rss = rss_kib();
+	long limit = before + 12 * 1024, rss = vct_rss_kib_syscalls();
 	int waited = 0;
 	while (rss > limit && waited < 30000) {
-		sleep_ms(50);
+		vct_sleep_us(50000);
 		waited += 50;
-		rss = rss_kib();
+		rss = vct_rss_kib_syscalls();
 	}
 	printf("light load: %ld KiB after %d ms\n", rss, waited);
 	atomic_store(&stop, 1);
