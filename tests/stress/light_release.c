@@ -4,10 +4,12 @@
  *   mix), keep 256 of them, free the rest, and go on with a light load: every 2 ms
  *   one of the kept blocks is replaced by a block of another size. The load makes
  *   slow paths now and then and keeps every cache in use, so nothing of this is
- *   idle. The main thread polls VmRSS: it must fall below `before` + 12 MiB within
- *   30 s, with the default 1 s reclaim and decay periods (here it took 4-9 s; with
- *   either of the first two causes below left in, RSS was still 23-26 MiB above
- *   `before` after 30 s).
+ *   idle. The main thread polls VmRSS: at least three quarters of what the burst
+ *   added to it (peak - before) must be back within 30 s, with the default 1 s
+ *   reclaim and decay periods. Here it took 4-9 s, and RSS was 7-15 MiB above
+ *   `before` after 30 s in 16-vCPU guests with 4 nodes; with either of the first two
+ *   causes below left in, RSS was still 23-26 MiB above `before` after 30 s, for
+ *   bursts of 45-71 MiB.
  * Each of three causes held most of the burst here: the slow paths' one-batch decay
  * passes restarted the decay time that the maintenance thread waited for (free
  * spans came back at 32 per decay period); transfer arrays that the light load
@@ -92,7 +94,7 @@ int main(void)
 	       vct_rss_kib_syscalls());
 	VCT_CHECK(peak - before > 32 * 1024, "the burst is too small to measure (%ld KiB)",
 		  peak - before);
-	long limit = before + 12 * 1024, rss = vct_rss_kib_syscalls();
+	long limit = before + (peak - before) / 4, rss = vct_rss_kib_syscalls();
 	int waited = 0;
 	while (rss > limit && waited < 30000) {
 		vct_sleep_us(50000);
@@ -103,8 +105,10 @@ int main(void)
 	atomic_store(&stop, 1);
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
-	VCT_CHECK(rss <= limit, "RSS %ld KiB did not fall below %ld KiB in 30 s of light load",
-		  rss, limit);
+	VCT_CHECK(rss <= limit,
+		  "RSS %ld KiB did not fall below %ld KiB (%ld before the burst, a quarter of "
+		  "its %ld above) in 30 s of light load",
+		  rss, limit, before, peak - before);
 	printf("light_release: ok\n");
 	return 0;
 }
