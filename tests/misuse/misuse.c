@@ -337,31 +337,35 @@ static void invalid_huge_beyond(size_t offset, const char *name)
 	free(vct_launder(p + offset));
 }
 
-/* A private mapping in the rest of a 2 MiB block's unit, past the block; when
- * freed is set the block is freed first, and the pointer is 16 bytes into the
- * mapping. */
+/* A private mapping of 64 KiB at a free address past a 2 MiB block, in the rest of
+ * the unit the block starts in: the block must end 64 KiB or more before the unit
+ * does, which the kernel's placement of the block decides. Up to 8 blocks are tried,
+ * each kept allocated so that the next one lands elsewhere (fixed offsets in the unit
+ * found no room in an arm64 guest whose block ended past them). When freed is set
+ * the chosen block is freed (after the mapping is made), and the pointer is 16 bytes
+ * into the mapping. */
 static void invalid_huge_foreign(bool freed, const char *name)
 {
-	char *p = huge_block(2u << 20);
-	if (freed)
-		free(p);
-	char *unit = (char *)((uintptr_t)p & ~(uintptr_t)(HUGE_UNIT - 1));
-	const size_t tries[] = {3u << 20, (7u << 20) / 2, (5u << 20) / 2};
-	char *m = MAP_FAILED;
-	for (unsigned i = 0; i < 3 && m == MAP_FAILED; i++) {
-		char *at = unit + tries[i];
-		if (at < p + (2u << 20))
-			continue;
-		m = mmap(at, 64u << 10, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-		if (m != MAP_FAILED && m != at) {
-			munmap(m, 64u << 10); /* a kernel without MAP_FIXED_NOREPLACE */
-			m = MAP_FAILED;
+	enum { MAP = 64u << 10, TRIES = 8 };
+	char *p = NULL, *m = MAP_FAILED;
+	for (unsigned t = 0; t < TRIES && m == MAP_FAILED; t++) {
+		p = huge_block(2u << 20);
+		uintptr_t unit_end = ((uintptr_t)p & ~(uintptr_t)(HUGE_UNIT - 1)) + HUGE_UNIT;
+		uintptr_t at = ((uintptr_t)p + (2u << 20) + MAP - 1) & ~(uintptr_t)(MAP - 1);
+		for (; at + MAP <= unit_end && m == MAP_FAILED; at += MAP) {
+			m = mmap((void *)at, MAP, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+			if (m != MAP_FAILED && m != (char *)at) {
+				munmap(m, MAP); /* a kernel without MAP_FIXED_NOREPLACE */
+				m = MAP_FAILED;
+			}
 		}
 	}
 	if (m == MAP_FAILED)
 		cannot_set_up(name, "no free address past the block in its unit");
-	memset(m, 6, 64u << 10);
+	if (freed)
+		free(p);
+	memset(m, 6, MAP);
 	committing(name);
 	free(vct_launder(freed ? m + 16 : m));
 }
