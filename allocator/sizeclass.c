@@ -98,24 +98,25 @@ void vc_sizeclass_init(void)
 		if (tcap > VC_TRANSFER_CAP)
 			tcap = VC_TRANSFER_CAP;
 		ci->transfer_cap = ci->size > VC_TRANSFER_MAX_SIZE ? 0 : tcap;
-		/* Per-vCPU slots: up to 1024 objects or 1 MiB of them, at least 4
-		 * objects, and up to 2048 for classes of 256 B and less. A cache whose
-		 * limit equals a loop's working set misses on every round once one
-		 * overflow has left it a few objects short or over (the frees then
-		 * overflow by as many, a batch goes to central, the next round
-		 * refills), and the loop itself never ends the cycle: bench/speed's
-		 * tight loops cycle 1024 blocks, and `tightN-256` (2 threads, quick
-		 * scale) fell into it in 4 of 6 runs: 3 200-4 100 refills and as many
-		 * flushes, where the other runs made 68 refills and 1 flush
-		 * (tests/stress/steady_loop.c starts the cycle on purpose). The 2048 of
-		 * the classes from 144 to 256 B are paid for by the 1 MiB limit of the
-		 * classes above 1 KiB (2 MiB before): slot positions are 16 bits, and
-		 * the region's 65 536 slots are nearly all used (asserted below). The
-		 * byte budget, not these limits, bounds what is actually held: capacity
-		 * grows with misses. */
-		uint32_t max = (1u << 20) / ci->size;
-		uint32_t most = ci->size <= 256 ? 2048 : 1024;
-		ci->max_slots = max > most ? most : max < 4 ? 4 : max;
+		/* Per-vCPU slots: up to 1024 objects or 2 MiB of them (2048 objects for
+		 * classes of 128 B and less), at least 4, and one batch more. A cache
+		 * whose limit equals a loop's working set never settles once a refill
+		 * has left it a few objects over: the last frees of each round overflow
+		 * and send a batch to central, the next round runs short and refills a
+		 * batch, which leaves as many over again. bench/speed's tight loops
+		 * cycle 1024 blocks: `tight1-1024` made a refill and a flush every
+		 * round (6 032 of each at scale 2), and `tightN-256` (2 threads, quick
+		 * scale) fell into the cycle in 4 of 6 runs (3 200-4 100 of each, where
+		 * the other runs made 68 refills and 1 flush). With a batch of room
+		 * above the working set, a refill's leftover (less than a batch) fits
+		 * (tests/stress/steady_loop.c starts the cycle on purpose). Slot
+		 * positions are 16 bits: the arrays use about 62 000 of the region's
+		 * 65 536 slots (asserted below). The byte budget, not these limits,
+		 * bounds what is actually held: capacity grows with misses. */
+		uint32_t max = (2u << 20) / ci->size;
+		uint32_t most = ci->size <= 128 ? 2048 : 1024;
+		max = (max > most ? most : max < 4 ? 4 : max) + ci->batch;
+		ci->max_slots = max;
 		ci->slot_base = slot;
 		slot += ci->max_slots + VC_SLOT_COLOUR;
 		ci->shift = (uint8_t)__builtin_ctz(ci->size);

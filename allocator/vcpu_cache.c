@@ -140,6 +140,19 @@ static inline void claim_id(uint32_t idx)
 	vc_unlock(&ids_lock);
 }
 
+/* The byte budget a vCPU starts with, and gets back at a drain: the option's, plus
+ * a batch's worth (sizeclass.c moves about 32 KiB at a time), so that a loop whose
+ * working set is the option's size settles. With the budget equal to the set, what a
+ * refill left over could never be cached: the last frees of every round overflowed
+ * and sent a batch to central, and the next round ran short by it and refilled
+ * (bench/speed's `tight1-1024`, 1024 blocks of 1 KiB against the 1 MiB default: a
+ * refill and a flush every round, 6 032 of each at scale 2; 34 with this room). */
+#define VC_BUDGET_ROOM (32u << 10)
+static uint64_t budget_base(void)
+{
+	return vc_g.opt.vcpu_cache_bytes + VC_BUDGET_ROOM;
+}
+
 /* Lock held, idx not populated: its region opens (headers from zero to "empty,
  * capacity 0") for objects of node `node`. */
 static VC_NOINLINE void open_locked(uint32_t idx, unsigned node)
@@ -149,7 +162,7 @@ static VC_NOINLINE void open_locked(uint32_t idx, unsigned node)
 	__atomic_store_n(&v->locked.node, (uint8_t)node, __ATOMIC_RELAXED);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
 		__atomic_store_n(&v->counters.misses[c], 0, __ATOMIC_RELAXED);
-	vc_policy_reset(&v->locked.cap, vc_g.opt.vcpu_cache_bytes);
+	vc_policy_reset(&v->locked.cap, budget_base());
 	__atomic_store_n(&v->counters.pressure, 0, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&use_epoch, 1, __ATOMIC_RELAXED);
 	note_use(v);
@@ -346,7 +359,7 @@ static void adapt_capacity(struct vc_rseq_abi *rs, uint32_t idx, unsigned c)
 	for (unsigned steals = 0;; steals++) {
 		struct vc_policy_step step =
 		    vc_policy_next(&v->locked.cap, &v->counters.pressure, v->counters.misses, c,
-				   steals, vc_g.opt.vcpu_cache_bytes, &budget_pool);
+				   steals, budget_base(), &budget_pool);
 		if (step.cls == 0 || !resize(rs, idx, step.cls, step.capacity) || step.cls == c)
 			return;
 		vc_policy_note_stolen(&v->locked.cap, step.cls);
@@ -647,7 +660,7 @@ static void drain_move_objects(uint32_t idx)
 		__atomic_store_n(&v->counters.misses[c], 0, __ATOMIC_RELAXED);
 	}
 	v->locked.cap.bytes = 0;
-	vc_policy_release_budget(&v->locked.cap, vc_g.opt.vcpu_cache_bytes, &budget_pool);
+	vc_policy_release_budget(&v->locked.cap, budget_base(), &budget_pool);
 }
 
 /* Phase 2 of a reclaim: objects out, the region's release due (release_region does
@@ -841,8 +854,7 @@ static int drain_oversized(void)
 		/* The budget is read without the lock: a stale value costs a drain or
 		 * saves one, and drain_stop looks again at whether idx is populated. */
 		if (__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE) &&
-		    __atomic_load_n(&v->locked.cap.budget, __ATOMIC_RELAXED) >
-			vc_g.opt.vcpu_cache_bytes)
+		    __atomic_load_n(&v->locked.cap.budget, __ATOMIC_RELAXED) > budget_base())
 			drain_batch_add(&b, idx);
 	}
 	return drain_batch_end(&b);
