@@ -113,10 +113,10 @@ void vc_sizeclass_init(void)
 		 * positions are 16 bits: the arrays use about 62 000 of the region's
 		 * 65 536 slots (asserted below). The byte budget, not these limits,
 		 * bounds what is actually held: capacity grows with misses. */
-		uint32_t max = (2u << 20) / ci->size;
+		uint32_t fit = (2u << 20) / ci->size;
 		uint32_t most = ci->size <= 128 ? 2048 : 1024;
-		max = (max > most ? most : max < 4 ? 4 : max) + ci->batch;
-		ci->max_slots = max;
+		uint32_t limit = fit > most ? most : fit < 4 ? 4 : fit;
+		ci->max_slots = limit + ci->batch;
 		ci->slot_base = slot;
 		slot += ci->max_slots + VC_SLOT_COLOUR;
 		ci->shift = (uint8_t)__builtin_ctz(ci->size);
