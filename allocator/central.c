@@ -333,14 +333,17 @@ static void flush_transfer_bottom(struct vc_central *ce, uint32_t n)
 	/* transfer_low <= transfer_count: every decrease of the count (a remove, a
 	 * flush) lowers the mark with it. */
 	VC_ASSERT(n <= ce->transfer_count);
+	uint32_t left = ce->transfer_count - n;
 	for (uint32_t i = 0; i < n; i++) {
 		void *p = ce->transfer[i];
+		/* The count falls before the span takes the object back, as in
+		 * flush_transfer: span_out - transfer_count, read without the lock
+		 * (stats.c), never goes below the objects really out. */
+		LOCKED_ADD(ce->transfer_count, -1u);
 		LOCKED_ADD(ce->free_objects, -(uint64_t)1);
 		give_to_span(ce, vc_span_of(vc_segment_of(p), p), p);
 	}
-	uint32_t left = ce->transfer_count - n;
 	memmove(ce->transfer, ce->transfer + n, (size_t)left * sizeof(void *));
-	LOCKED_ADD(ce->transfer_count, -n);
 }
 
 /* Called with each reclaim tick and by vcmalloc_reclaim (maintenance.c), so that

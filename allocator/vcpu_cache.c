@@ -348,7 +348,7 @@ static bool resize(struct vc_rseq_abi *rs, uint32_t idx, unsigned c, unsigned ca
 	return true;
 }
 
-/* The budgets' growth beyond the option, all vCPUs together (vcpu_policy.h). */
+/* The budgets' growth beyond the starting budget, all vCPUs together (vcpu_policy.h). */
 static struct vc_budget_pool budget_pool = {0, vc_stats_live_bytes};
 
 /* On a miss of class c: apply the policy's steps (vcpu_policy.h) until it grows c,
@@ -649,7 +649,8 @@ static bool drain_stop(uint32_t idx)
 }
 
 /* Phase 2, after the fence: the objects go home (each to its node's central list),
- * the headers stay stopped, the capacities are zero, the budget is the option's. */
+ * the headers stay stopped, the capacities are zero, the budget is the starting one
+ * (budget_base). */
 static void drain_move_objects(uint32_t idx)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
@@ -837,7 +838,7 @@ static uint64_t header_sum(uint32_t idx)
  * whose budget grew and that the scan did not drain already is drained, which gives
  * its objects to the central lists (where whole spans can go back to the page heap
  * and to the OS) and its growth back to the pool. A vCPU in use refills from the
- * option's budget. Twice: between two bursts a program holds less than at their
+ * starting budget. Twice: between two bursts a program holds less than at their
  * peak, and its caches should not be emptied at every tick for that. A program that
  * allocated 100 MiB on 4 threads, then kept 1 MiB and went on with a light load
  * still cached 14 MiB in its two vCPUs three seconds later. Returns how many were
