@@ -30,17 +30,18 @@
  * takes capacity back and forth between the same classes and needs more than the
  * default to stop moving batches; a program whose working set moves to other
  * classes steals from classes it no longer uses, which never miss again, and keeps
- * the option's budget. The threshold is high (4096 in half a second): bench/
- * footprint's `few` (bursts of a wide mix, then a sleep) thrashes too, and at 256 its
- * caches grew 7x and its peak RSS 18%; at 8192 they reached 3.7 MiB (+3% peak RSS);
- * at 4096 `few` peaks 2-4% higher than at 8192 and `server` 2-8% (host, medians of
- * 7-9 runs), while a program that does nothing but churn a wide mix reaches 8 MiB
- * within a tenth of its 0.3 s (bench/speed wide1: 5-7% faster than at 8192, which
- * reached it late). Cost
- * follows the ids in use: only populated ids have a budget, and a drain returns it
- * to the option's value. */
+ * the option's budget. bench/footprint's `few` (bursts of a wide mix, then a
+ * sleep) thrashes too: at a threshold of 256 its caches once grew 7x and its peak
+ * RSS 18%, before the pool's bound on the growth (struct vc_budget_pool). With the
+ * bound, 512 costs `few` and `roam` 4-6% of peak RSS against 4096 (host, medians of
+ * 7 runs), and saves three quarters of the misses of a wide mix's first 0.1 s, in
+ * which the caches grow: bench/speed at scale 0.35, misses with half-capacity moves
+ * (move_count) at 4096, 1024 and 512: wide1 47 000, 16 000, 11 000; wide4x 166 000,
+ * 52 000, 37 000; rptest 145 000, 52 000, 31 000 (tcmalloc's thread caches: about
+ * 17 000 in wide4x and 14 000 in rptest). Cost follows the ids in use: only
+ * populated ids have a budget, and a drain returns it to the option's value. */
 #define VC_BUDGET_GROWTH 8
-#define VC_BUDGET_PRESSURE 4096
+#define VC_BUDGET_PRESSURE 512
 #define VC_STEAL_WINDOW 8
 #define VC_STEAL_MAX 8
 #define VC_MISS_HALVING 4096
