@@ -434,9 +434,9 @@ static void uncached_free(unsigned c, void *p)
  * program whose allocations and frees of a class come in wandering runs (a random
  * one of many live blocks replaced, blocks handed to other threads and freed there)
  * meets that end again after about batch * cap operations; from halfway it takes
- * about (cap / 2)^2. Classes of 10 KiB and more have a batch of 2: bench/speed's
+ * about (cap / 2)^2. Classes of 11 KiB and more have a batch of 2: bench/speed's
  * wide4x on two threads made 232 000 misses with batch moves and 95 000 with
- * these. */
+ * these (tests/stress/wander_moves.c). */
 static unsigned move_count(unsigned c, unsigned cap)
 {
 	unsigned half = cap / 2 < VC_BATCH_MAX ? cap / 2 : VC_BATCH_MAX;
