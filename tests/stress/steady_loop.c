@@ -20,21 +20,11 @@
  * class's slots for 144 and 256 B (1024) and the byte budget for 1 KiB; both now
  * have a batch of room above such a set (allocator/sizeclass.c, vcpu_cache.c).
  */
-#include "internal.h"
-#include "cpus.h"
-#include "vctest.h"
+#include "central_count.h"
 
 #include <string.h>
 
 enum { SET = 1024, SETTLE = 16, WATCHED = 64, MOST_OPS = 4 };
-
-static uint64_t central_ops(unsigned c)
-{
-	uint64_t ops = 0;
-	for (unsigned n = 0; n < vc_g.nnodes; n++)
-		ops += __atomic_load_n(&vc_central_of(n, c)->ops, __ATOMIC_RELAXED);
-	return ops;
-}
 
 static void *blocks[SET];
 
@@ -58,13 +48,7 @@ static void round_of(size_t size, int count)
 
 int main(void)
 {
-	vct_start("steady_loop", 60);
-	VCT_CHECK(vct_under_vcmalloc(), "needs vcmalloc");
-	VCT_CHECK(vc_g.opt.reclaim_ms >= 1000000,
-		  "run with VCMALLOC_RECLAIM_MS=3600000 (a drain would refill from central)");
-	struct cpu_list allowed;
-	cpu_list_allowed(&allowed);
-	pin_self(allowed.cpu[0]);
+	central_count_start("steady_loop");
 	const size_t sizes[] = {16, 64, 144, 256, 1024};
 	for (unsigned k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
 		size_t size = sizes[k];

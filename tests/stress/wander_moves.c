@@ -13,9 +13,7 @@
  * it had just met, which the walk met again soon: the same steps then made 1 082
  * central operations in every mode; with half the capacity moved, 104.
  */
-#include "internal.h"
-#include "cpus.h"
-#include "vctest.h"
+#include "central_count.h"
 
 enum {
 	SIZE = 12 << 10,
@@ -24,14 +22,6 @@ enum {
 	WATCHED_STEPS = 200000,
 	MOST_OPS = 300,
 };
-
-static uint64_t central_ops(unsigned c)
-{
-	uint64_t ops = 0;
-	for (unsigned n = 0; n < vc_g.nnodes; n++)
-		ops += __atomic_load_n(&vc_central_of(n, c)->ops, __ATOMIC_RELAXED);
-	return ops;
-}
 
 static unsigned char *live[MAX_LIVE];
 static int nlive;
@@ -66,13 +56,7 @@ static void step(void)
 
 int main(void)
 {
-	vct_start("wander_moves", 60);
-	VCT_CHECK(vct_under_vcmalloc(), "needs vcmalloc");
-	VCT_CHECK(vc_g.opt.reclaim_ms >= 1000000,
-		  "run with VCMALLOC_RECLAIM_MS=3600000 (a drain would refill from central)");
-	struct cpu_list allowed;
-	cpu_list_allowed(&allowed);
-	pin_self(allowed.cpu[0]);
+	central_count_start("wander_moves");
 	unsigned c = vc_class_of(SIZE);
 	VCT_CHECK(vc_classes[c].size == SIZE && vc_classes[c].batch == 2,
 		  "class of %d bytes: size %u, batch %u (expected a batch of 2)", SIZE,
