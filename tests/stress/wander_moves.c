@@ -11,7 +11,8 @@
  * (every node) may see at most MOST_OPS removes and inserts together in 200 000
  * more steps. A refill or flush of one batch left the cache 2 objects from the end
  * it had just met, which the walk met again soon: the same steps then made 1 082
- * central operations in every mode; with half the capacity moved, 104.
+ * central operations in the vcpu, cpu and fallback modes; with half the capacity
+ * moved, 104.
  */
 #include "central_count.h"
 
