@@ -527,7 +527,7 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 	bool missed = vc_slab_locked_full(idx, c);
 	if (missed) {
 		count_slow_event(v, c);
-		/* Full: grow, or hand the top batch to central. */
+		/* Full: grow, or hand the top objects to central (move_count). */
 		if (!fallback_grow(idx, c))
 			vc_slab_locked_spill_top(idx, c, move_count(c, v->locked.cap.capacity[c]),
 						 vc_central_insert);

@@ -30,7 +30,7 @@
  * takes capacity back and forth between the same classes and needs more than the
  * default to stop moving batches; a program whose working set moves to other
  * classes steals from classes it no longer uses, which never miss again, and keeps
- * the option's budget. bench/footprint's `few` (bursts of a wide mix, then a
+ * its starting budget. bench/footprint's `few` (bursts of a wide mix, then a
  * sleep) thrashes too: at a threshold of 256 its caches once grew 7x and its peak
  * RSS 18%, before the pool's bound on the growth (struct vc_budget_pool). With the
  * bound, 512 costs `few` and `roam` 4-6% of peak RSS against 4096 (host, medians of
@@ -39,7 +39,7 @@
  * (move_count) at 4096, 1024 and 512: wide1 47 000, 16 000, 11 000; wide4x 166 000,
  * 52 000, 37 000; rptest 145 000, 52 000, 31 000 (tcmalloc's thread caches: about
  * 17 000 in wide4x and 14 000 in rptest). Cost follows the ids in use: only
- * populated ids have a budget, and a drain returns it to the option's value. */
+ * populated ids have a budget, and a drain returns it to the starting one. */
 #define VC_BUDGET_GROWTH 8
 #define VC_BUDGET_PRESSURE 512
 #define VC_STEAL_WINDOW 8
