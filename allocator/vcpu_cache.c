@@ -349,7 +349,11 @@ static bool resize(struct vc_rseq_abi *rs, uint32_t idx, unsigned c, unsigned ca
 }
 
 /* The budgets' growth beyond the starting budget, all vCPUs together (vcpu_policy.h). */
-static struct vc_budget_pool budget_pool = {0, vc_stats_live_bytes};
+static uint32_t caches_populated(void)
+{
+	return __atomic_load_n(&vc_cache_populated_now, __ATOMIC_RELAXED);
+}
+static struct vc_budget_pool budget_pool = {0, vc_stats_live_bytes, caches_populated};
 
 /* On a miss of class c: apply the policy's steps (vcpu_policy.h) until it grows c,
  * has nothing more to do, or a resize fails. Lock of idx held. */
@@ -854,7 +858,8 @@ static uint64_t header_sum(uint32_t idx)
 }
 
 /* Caches whose budgets grew for data the program no longer holds: when the pool's
- * extra is more than twice the live bytes (vcpu_policy.h), every populated vCPU
+ * extra is more than twice its bound (the live bytes, or twice them with one cache
+ * populated: vc_policy_pool_bound), every populated vCPU
  * whose budget grew and that the scan did not drain already is drained, which gives
  * its objects to the central lists (where whole spans can go back to the page heap
  * and to the OS) and its growth back to the pool. A vCPU in use refills from the
@@ -866,7 +871,7 @@ static uint64_t header_sum(uint32_t idx)
 static int drain_oversized(void)
 {
 	uint64_t extra = __atomic_load_n(&budget_pool.extra, __ATOMIC_RELAXED);
-	if (extra == 0 || extra / 2 <= vc_stats_live_bytes())
+	if (extra == 0 || extra / 2 <= vc_policy_pool_bound(&budget_pool))
 		return 0;
 	struct drain_batch b = {.n = 0, .drained = 0};
 	uint32_t bound = __atomic_load_n(&populated_bound, __ATOMIC_ACQUIRE);

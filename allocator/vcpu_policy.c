@@ -53,20 +53,33 @@ void vc_policy_note_stolen(struct vc_capacity *k, unsigned victim)
 	k->stolen[victim / 64] |= 1ull << (victim % 64);
 }
 
+static bool cache_alone(const struct vc_budget_pool *pool)
+{
+	return pool->caches_populated() <= 1;
+}
+
+uint64_t vc_policy_pool_bound(const struct vc_budget_pool *pool)
+{
+	uint64_t live = pool->live_bytes();
+	return cache_alone(pool) ? live * VC_POOL_LIVE_FACTOR_ALONE : live;
+}
+
 /* One more thrashing miss; the budget doubles at the threshold if the pool's bound
  * allows. */
 static void note_pressure(struct vc_capacity *k, uint32_t *pressure, uint64_t option_bytes,
 			  struct vc_budget_pool *pool)
 {
-	if (vc_id_counter_add(pressure, 1) < VC_BUDGET_PRESSURE)
+	bool alone = cache_alone(pool);
+	uint32_t threshold = alone ? VC_BUDGET_PRESSURE_ALONE : VC_BUDGET_PRESSURE;
+	if (vc_id_counter_add(pressure, 1) < threshold)
 		return;
 	__atomic_store_n(pressure, 0, __ATOMIC_RELAXED);
-	uint64_t max = option_bytes * VC_BUDGET_GROWTH;
+	uint64_t max = option_bytes * (alone ? VC_BUDGET_GROWTH_ALONE : VC_BUDGET_GROWTH);
 	if (k->budget >= max)
 		return;
 	uint64_t grown = k->budget * 2 > max ? max : k->budget * 2;
 	uint64_t add = grown - k->budget;
-	if (__atomic_load_n(&pool->extra, __ATOMIC_RELAXED) + add > pool->live_bytes())
+	if (__atomic_load_n(&pool->extra, __ATOMIC_RELAXED) + add > vc_policy_pool_bound(pool))
 		return;
 	__atomic_add_fetch(&pool->extra, add, __ATOMIC_RELAXED);
 	__atomic_store_n(&k->budget, grown, __ATOMIC_RELAXED); /* the reclaim scan reads it */

@@ -14,7 +14,8 @@
  *     VC_STEAL_MAX steals per miss;
  *   - thrashing raises the budget (note_pressure): see VC_BUDGET_PRESSURE; what the
  *     budgets of all vCPUs exceed their option value by together never grows past
- *     the program's live bytes (struct vc_budget_pool);
+ *     the program's live bytes (struct vc_budget_pool); a vCPU whose cache is the
+ *     only one populated grows sooner and further (VC_BUDGET_PRESSURE_ALONE);
  *   - miss counts halve (every class at once) when one reaches VC_MISS_HALVING, so
  *     that capacity follows recent misses.
  */
@@ -42,6 +43,25 @@
  * populated ids have a budget, and a drain returns it to the starting one. */
 #define VC_BUDGET_GROWTH 8
 #define VC_BUDGET_PRESSURE 512
+
+/* The same rule for a vCPU whose cache is the only one populated: its budget doubles
+ * after VC_BUDGET_PRESSURE_ALONE thrashing misses, up to VC_BUDGET_GROWTH_ALONE times
+ * the option, while the growth stays within VC_POOL_LIVE_FACTOR_ALONE times the live
+ * bytes. What makes growth cost memory is the other caches: objects one vCPU's cache
+ * holds are no use to a thread running as another id, and a burst freed on several
+ * ids fills each cache to its capacity (bench/footprint's `few`: budgets at the cap
+ * held 13 MiB at the peak). With one cache populated every thread reuses what it
+ * holds; a steady churn keeps about half of each class's capacity filled, the rest
+ * of its objects would sit in partly used spans anyway. bench/speed's wide1 (one
+ * thread, 9 MiB of live data over 90 classes) at scale 0.35: misses 11 400 with the
+ * shared rule, 3 200 with this one (tcmalloc: 3 600), and its peak RSS no higher
+ * (15.0 -> 14.5 MiB); python3, sqlite3 and perl of bench/run-speed keep their peak
+ * RSS. A budget that grew while its cache was alone keeps its growth when other
+ * caches populate, until a drain (vcpu_cache.c's drain_oversized drains when the
+ * growth passes twice the pool's bound). */
+#define VC_BUDGET_GROWTH_ALONE 16
+#define VC_BUDGET_PRESSURE_ALONE 128
+#define VC_POOL_LIVE_FACTOR_ALONE 2
 #define VC_STEAL_WINDOW 8
 #define VC_STEAL_MAX 8
 #define VC_MISS_HALVING 4096
@@ -60,7 +80,13 @@
 struct vc_budget_pool {
 	uint64_t extra;                /* relaxed atomic */
 	uint64_t (*live_bytes)(void);  /* called at a doubling only */
+	uint32_t (*caches_populated)(void); /* vCPU caches open now (relaxed read; a
+					       stale count picks the other rule once) */
 };
+
+/* What the pool's extra may reach: the live bytes, or twice them when one cache is
+ * populated (VC_POOL_LIVE_FACTOR_ALONE). */
+uint64_t vc_policy_pool_bound(const struct vc_budget_pool *pool) VC_HIDDEN;
 
 /* A decision: set class `cls`'s capacity to `capacity`; cls 0: nothing to do. */
 struct vc_policy_step {

@@ -17,6 +17,9 @@
  *   live bound  a doubling that would make the budgets' growth (the pool's extra,
  *               every vCPU together) pass the live bytes is refused, the pool
  *               counts what it granted, a drain's release gives it back;
+ *   alone       with one cache populated, VC_BUDGET_PRESSURE_ALONE thrashing misses
+ *               double the budget, up to VC_BUDGET_GROWTH_ALONE times the option,
+ *               within twice the live bytes; with two, the shared rule again;
  *   halving     when a class reaches VC_MISS_HALVING misses, every class's count
  *               halves;
  *   locked      fallback mode's rule: a whole step within the budget, else nothing.
@@ -41,7 +44,15 @@ static uint64_t live_now(void)
 	return live;
 }
 
-static struct vc_budget_pool pool = {0, live_now};
+/* Caches the pool sees populated: two unless a case sets it, so that the shared
+ * rule applies. */
+static uint32_t populated;
+static uint32_t populated_now(void)
+{
+	return populated;
+}
+
+static struct vc_budget_pool pool = {0, live_now, populated_now};
 
 static void fresh(uint64_t option)
 {
@@ -50,6 +61,7 @@ static void fresh(uint64_t option)
 	pressure = 0;
 	live = UINT64_MAX / 2; /* no bound unless a case sets one */
 	pool.extra = 0;
+	populated = 2;
 	vc_policy_reset(&k, option);
 }
 
@@ -286,6 +298,69 @@ static void case_live_bound(void)
 		   "a second release gives nothing back: pool %llu", (unsigned long long)pool.extra);
 }
 
+/* n thrashing misses of class c. */
+static void thrash(unsigned c, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		vc_policy_note_stolen(&k, c);
+		next(c, 0);
+	}
+}
+
+static void case_alone(void)
+{
+	_Static_assert(VC_BUDGET_PRESSURE_ALONE < VC_BUDGET_PRESSURE &&
+			       VC_BUDGET_GROWTH_ALONE > VC_BUDGET_GROWTH,
+		       "alone, the budget grows sooner and further");
+	fresh(OPTION);
+	unsigned c = vc_class_of(512);
+	vc_policy_set(&k, c, 64);
+	k.bytes = UINT64_MAX / 4; /* every miss finds the budget spent */
+	populated = 1;
+	live = 5 * (uint64_t)OPTION / 2;
+	VCT_EXPECT(vc_policy_pool_bound(&pool) == 5 * (uint64_t)OPTION,
+		   "alone, the bound is twice the live bytes: %llu",
+		   (unsigned long long)vc_policy_pool_bound(&pool));
+	thrash(c, VC_BUDGET_PRESSURE_ALONE - 1);
+	VCT_EXPECT(k.budget == OPTION, "after %u thrashing misses: budget %llu",
+		   VC_BUDGET_PRESSURE_ALONE - 1, (unsigned long long)k.budget);
+	thrash(c, 1);
+	VCT_EXPECT(k.budget == 2 * (uint64_t)OPTION && pool.extra == OPTION,
+		   "at %u: budget %llu, pool %llu", VC_BUDGET_PRESSURE_ALONE,
+		   (unsigned long long)k.budget, (unsigned long long)pool.extra);
+	/* 4 MiB -> extra 3 MiB: past the live 2.5 MiB, within twice it. */
+	thrash(c, VC_BUDGET_PRESSURE_ALONE);
+	VCT_EXPECT(k.budget == 4 * (uint64_t)OPTION && pool.extra == 3 * (uint64_t)OPTION,
+		   "second doubling past the live bytes: budget %llu, pool %llu",
+		   (unsigned long long)k.budget, (unsigned long long)pool.extra);
+	/* 8 MiB -> extra 7 MiB: past twice the live bytes, refused. */
+	thrash(c, VC_BUDGET_PRESSURE_ALONE);
+	VCT_EXPECT(k.budget == 4 * (uint64_t)OPTION, "third doubling refused: budget %llu",
+		   (unsigned long long)k.budget);
+	/* A second cache: the shared rule's threshold and bound (the live bytes). */
+	populated = 2;
+	VCT_EXPECT(vc_policy_pool_bound(&pool) == 5 * (uint64_t)OPTION / 2,
+		   "shared, the bound is the live bytes: %llu",
+		   (unsigned long long)vc_policy_pool_bound(&pool));
+	live = UINT64_MAX / 4;
+	thrash(c, VC_BUDGET_PRESSURE_ALONE);
+	VCT_EXPECT(k.budget == 4 * (uint64_t)OPTION && pressure == VC_BUDGET_PRESSURE_ALONE,
+		   "shared: no doubling at %u (budget %llu, pressure %u)", VC_BUDGET_PRESSURE_ALONE,
+		   (unsigned long long)k.budget, pressure);
+	thrash(c, VC_BUDGET_PRESSURE - VC_BUDGET_PRESSURE_ALONE);
+	VCT_EXPECT(k.budget == 8 * (uint64_t)OPTION, "shared: doubled at %u: budget %llu",
+		   VC_BUDGET_PRESSURE, (unsigned long long)k.budget);
+	/* At the shared cap (8 times the option) only a cache alone grows on. */
+	thrash(c, VC_BUDGET_PRESSURE);
+	VCT_EXPECT(k.budget == (uint64_t)OPTION * VC_BUDGET_GROWTH, "shared cap: budget %llu",
+		   (unsigned long long)k.budget);
+	populated = 1;
+	for (int round = 0; round < 4; round++)
+		thrash(c, VC_BUDGET_PRESSURE_ALONE);
+	VCT_EXPECT(k.budget == (uint64_t)OPTION * VC_BUDGET_GROWTH_ALONE, "alone cap: budget %llu",
+		   (unsigned long long)k.budget);
+}
+
 static void case_halving(void)
 {
 	fresh(OPTION);
@@ -327,8 +402,10 @@ int main(void)
 	case_no_steal();
 	case_pressure();
 	case_live_bound();
+	case_alone();
 	case_halving();
 	case_locked();
-	printf("policy-unit: step, growth, steal, no steal, pressure, live bound, halving, locked\n");
+	printf("policy-unit: step, growth, steal, no steal, pressure, live bound, alone, halving, "
+	       "locked\n");
 	return vct_exit();
 }
