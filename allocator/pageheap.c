@@ -3,6 +3,8 @@
  * Everything here is under the node's page-heap lock. Invariants:
  *   - every page of a segment's usable area belongs to exactly one span, and
  *     pagemap[page] points to that span's descriptor (spans[first_page]);
+ *   - the page entry of a page in a FREE or DECAYING span counts no objects
+ *     (clear_entries), so free()'s hit path never accepts a pointer there;
  *   - two FREE spans are never adjacent (they are merged on free);
  *   - a FREE span is on free[npages] (or free[0] above 128 pages);
  *   - a segment whose spans are all FREE and released is unmapped, except one kept
@@ -55,15 +57,34 @@ void vc_span_publish(struct vc_span *sp)
 		s->entries[sp->first_page + i] = e;
 }
 
-/* The page map and the page entries of sp's pages. */
-static void set_pagemap(struct vc_segment *s, struct vc_span *sp)
+static void set_pagemap_only(struct vc_segment *s, struct vc_span *sp)
 {
 	for (unsigned i = 0; i < sp->npages; i++)
 		s->pagemap[sp->first_page + i] = sp;
+}
+
+/* The page map and the page entries of sp's pages (a SMALL or LARGE span). */
+static void set_pagemap(struct vc_segment *s, struct vc_span *sp)
+{
+	set_pagemap_only(s, sp);
 	vc_span_publish(sp);
 }
 
-/* Make the descriptor for pages [first, first+n) of s, as a FREE span. */
+/* The page entries of pages [first, first+n) of s, which become FREE: no objects, so
+ * that free()'s hit path fails its check there (alloc_fast.h). The other fields of a
+ * FREE page's entry are read by nobody. Pages that were FREE already keep the entry
+ * they have: a split or a merge of FREE spans writes the page map alone (a span
+ * carved from a large free span used to rewrite every entry of the remainder, about
+ * 16 KiB per new span in a fresh segment). */
+static void clear_entries(struct vc_segment *s, unsigned first, unsigned n)
+{
+	const struct vc_page_entry e = {.node = s->node, .local_lanes = VC_ALL_LANES};
+	for (unsigned i = 0; i < n; i++)
+		s->entries[first + i] = e;
+}
+
+/* Make the descriptor for pages [first, first+n) of s, as a FREE span: the page map
+ * only (the entries: clear_entries). */
 static struct vc_span *make_free_span(struct vc_segment *s, unsigned first, unsigned n,
 				      uint32_t released)
 {
@@ -76,7 +97,7 @@ static struct vc_span *make_free_span(struct vc_segment *s, unsigned first, unsi
 	sp->released_pages = released;
 	sp->free_list = NULL;
 	sp->free_since_ms = vc_os_now_ms();
-	set_pagemap(s, sp);
+	set_pagemap_only(s, sp);
 	return sp;
 }
 
@@ -137,6 +158,7 @@ static bool grow(struct vc_pageheap *ph, unsigned node)
 	unsigned first = (unsigned)VC_SEGMENT_HEADER_PAGES;
 	/* Fresh pages are not resident: count them as released until used. */
 	unsigned n = (unsigned)VC_PAGES_PER_SEGMENT - first;
+	clear_entries(s, first, n);
 	insert_free(ph, make_free_span(s, first, n, n));
 	return true;
 }
@@ -367,6 +389,7 @@ bool vc_pageheap_extend(struct vc_span *sp, size_t npages)
 static struct vc_segment *put_free_locked(struct vc_pageheap *ph, struct vc_segment *s,
 					  unsigned first, unsigned n, uint32_t released)
 {
+	clear_entries(s, first, n);
 	if (first > VC_SEGMENT_HEADER_PAGES) {
 		struct vc_span *prev = s->pagemap[first - 1];
 		if (prev && prev->state == VC_SPAN_FREE) {
