@@ -73,10 +73,12 @@
  * mix between sleeps, live data about 6.5 MiB) thrashes in every burst, and at ten
  * times its usual length, with the budgets of its two vCPUs at the cap (8 MiB
  * each), its caches held 13 MiB at their peak and its peak RSS was 22 MiB; with
- * this bound 5 MiB and 17 MiB. A single thread churning a wide mix keeps its cap:
- * bench/speed's wide1 holds about 9 MiB of live data, and its one vCPU's 8 MiB
- * budget fits (halving the bound made wide1 18% slower, a quarter 60%). Two vCPUs
- * doubling at once may both pass the check: the bound is approximate by one step. */
+ * this bound 5 MiB and 17 MiB. A cache alone is bounded by twice the live bytes
+ * (VC_POOL_LIVE_FACTOR_ALONE): bench/speed's wide1 holds about 9 MiB of live data
+ * and wants a budget near 16 MiB (with the live bytes as its bound, its budget
+ * stopped at 8 MiB; halving that bound made it 18% slower, a quarter 60%). Two
+ * vCPUs doubling at once may both pass the check: the bound is approximate by one
+ * step. */
 struct vc_budget_pool {
 	uint64_t extra;                /* relaxed atomic */
 	uint64_t (*live_bytes)(void);  /* called at a doubling only */
