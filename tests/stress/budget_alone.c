@@ -30,15 +30,7 @@ enum {
 };
 
 static unsigned char *live[LIVE];
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint64_t next_random(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+static uint64_t rng = 1; /* vct_rand's state */
 
 /* An octave at random, then a size at random within it. */
 static size_t random_size(void)
@@ -46,8 +38,8 @@ static size_t random_size(void)
 	unsigned octaves = 0;
 	while ((size_t)MIN_SIZE << (octaves + 1) <= MAX_SIZE)
 		octaves++;
-	size_t low = (size_t)MIN_SIZE << (next_random() % octaves);
-	return low + next_random() % low;
+	size_t low = (size_t)MIN_SIZE << (vct_rand(&rng) % octaves);
+	return low + vct_rand(&rng) % low;
 }
 
 static unsigned char *block_new(void)
@@ -64,7 +56,7 @@ static void churn(void)
 	for (int i = 0; i < LIVE; i++)
 		live[i] = block_new();
 	for (int s = 0; s < STEPS; s++) {
-		unsigned i = (unsigned)(next_random() % LIVE);
+		unsigned i = (unsigned)(vct_rand(&rng) % LIVE);
 		free(live[i]);
 		live[i] = block_new();
 	}
