@@ -81,7 +81,7 @@
  * step. */
 struct vc_budget_pool {
 	uint64_t extra;                /* relaxed atomic */
-	uint64_t (*live_bytes)(void);  /* called at a doubling only */
+	uint64_t (*live_bytes)(void);  /* called at a doubling and by the reclaim scan */
 	uint32_t (*caches_populated)(void); /* vCPU caches open now (relaxed read; a
 					       stale count picks the other rule once) */
 };
