@@ -141,13 +141,7 @@ static inline void claim_id(uint32_t idx)
 }
 
 /* The byte budget a vCPU starts with, and gets back at a drain: the option's, plus
- * a batch's worth (sizeclass.c moves about 32 KiB at a time), so that a loop whose
- * working set is the option's size settles. With the budget equal to the set, what a
- * refill left over could never be cached: the last frees of every round overflowed
- * and sent a batch to central, and the next round ran short by it and refilled
- * (bench/speed's `tight1-1024`, 1024 blocks of 1 KiB against the 1 MiB default: a
- * refill and a flush every round, 6 032 of each at scale 2; 34 with this room). */
-#define VC_BUDGET_ROOM (32u << 10)
+ * VC_BUDGET_ROOM (vcpu_policy.h). */
 static uint64_t budget_base(void)
 {
 	return vc_g.opt.vcpu_cache_bytes + VC_BUDGET_ROOM;

@@ -58,14 +58,20 @@ static bool cache_alone(const struct vc_budget_pool *pool)
 	return pool->caches_populated() <= 1;
 }
 
-uint64_t vc_policy_pool_bound(const struct vc_budget_pool *pool)
+/* The pool's bound under the rule `alone` picks. */
+static uint64_t pool_bound(const struct vc_budget_pool *pool, bool alone)
 {
 	uint64_t live = pool->live_bytes();
-	return cache_alone(pool) ? live * VC_POOL_LIVE_FACTOR_ALONE : live;
+	return alone ? live * VC_POOL_LIVE_FACTOR_ALONE : live;
+}
+
+uint64_t vc_policy_pool_bound(const struct vc_budget_pool *pool)
+{
+	return pool_bound(pool, cache_alone(pool));
 }
 
 /* One more thrashing miss; the budget doubles at the threshold if the pool's bound
- * allows. */
+ * allows. The populated count is read once: threshold, cap and bound are one rule's. */
 static void note_pressure(struct vc_capacity *k, uint32_t *pressure, uint64_t option_bytes,
 			  struct vc_budget_pool *pool)
 {
@@ -79,7 +85,7 @@ static void note_pressure(struct vc_capacity *k, uint32_t *pressure, uint64_t op
 		return;
 	uint64_t grown = k->budget * 2 > max ? max : k->budget * 2;
 	uint64_t add = grown - k->budget;
-	if (__atomic_load_n(&pool->extra, __ATOMIC_RELAXED) + add > vc_policy_pool_bound(pool))
+	if (__atomic_load_n(&pool->extra, __ATOMIC_RELAXED) + add > pool_bound(pool, alone))
 		return;
 	__atomic_add_fetch(&pool->extra, add, __ATOMIC_RELAXED);
 	__atomic_store_n(&k->budget, grown, __ATOMIC_RELAXED); /* the reclaim scan reads it */

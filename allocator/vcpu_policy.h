@@ -44,6 +44,15 @@
 #define VC_BUDGET_GROWTH 8
 #define VC_BUDGET_PRESSURE 512
 
+/* The starting budget is the option's plus this room, a batch's worth (sizeclass.c
+ * moves about 32 KiB at a time), so that a loop whose working set is the option's
+ * size settles. With the budget equal to the set, what a refill left over could
+ * never be cached: the last frees of every round overflowed and sent a batch to
+ * central, and the next round ran short by it and refilled (bench/speed's
+ * `tight1-1024`, 1024 blocks of 1 KiB against the 1 MiB default: a refill and a
+ * flush every round, 6 032 of each at scale 2; 34 with this room). */
+#define VC_BUDGET_ROOM (32u << 10)
+
 /* The same rule for a vCPU whose cache is the only one populated: its budget doubles
  * after VC_BUDGET_PRESSURE_ALONE thrashing misses, up to VC_BUDGET_GROWTH_ALONE times
  * the option, while the growth stays within VC_POOL_LIVE_FACTOR_ALONE times the live

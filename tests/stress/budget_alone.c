@@ -104,7 +104,7 @@ int main(void)
 	struct cpu_list allowed; /* before central_count_start pins this thread */
 	cpu_list_allowed(&allowed);
 	central_count_start("budget_alone");
-	const uint64_t start = vc_g.opt.vcpu_cache_bytes + (32u << 10); /* budget_base */
+	const uint64_t start = vc_g.opt.vcpu_cache_bytes + VC_BUDGET_ROOM; /* budget_base */
 	const uint64_t shared_cap = start * VC_BUDGET_GROWTH;
 	const bool fallback = vc_g.mode == VCMALLOC_INDEX_FALLBACK;
 	unsigned populated;
