@@ -47,6 +47,7 @@ struct vc_test_hooks {
 	void (*tick_due)(void);    /* reclaim tick found due, before taking its lock */
 	void (*tick_scan)(void);   /* reclaim scan, reclaim lock held */
 	void (*region_release)(void); /* a drained region's release begun, no lock held */
+	void (*region_open)(void);    /* a region's open half done (its id's lock held) */
 };
 extern struct vc_test_hooks vc_test_hooks VC_HIDDEN;
 #define VC_TEST_HOOK(name) (vc_test_hooks.name ? vc_test_hooks.name() : (void)0)

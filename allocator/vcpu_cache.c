@@ -152,6 +152,7 @@ static uint64_t budget_base(void)
 static VC_NOINLINE void open_locked(uint32_t idx, unsigned node)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	__atomic_store_n(&v->opening, 1, __ATOMIC_RELAXED);
 	vc_slab_open(idx, node);
 	__atomic_store_n(&v->locked.node, (uint8_t)node, __ATOMIC_RELAXED);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
@@ -161,6 +162,7 @@ static VC_NOINLINE void open_locked(uint32_t idx, unsigned node)
 	__atomic_add_fetch(&use_epoch, 1, __ATOMIC_RELAXED);
 	note_use(v);
 	__atomic_store_n(&v->populated, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&v->opening, 0, __ATOMIC_RELAXED);
 	vc_atomic_raise_u32(&populated_bound, idx + 1);
 	vc_atomic_raise_u32(&vc_cache_populated_peak,
 			    __atomic_add_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED));
@@ -978,23 +980,51 @@ void vc_cache_lock_all(void)
 			vc_lock(&vc_g.vcpus[w * 64 + (uint32_t)__builtin_ctzll(bits)].lock);
 }
 
+/* Fork child, before its locks are re-initialised: the states other threads left
+ * half changed, and the counts derived from them, made whole again. The child's
+ * only thread is the one that forked; in a single-threaded process (init.c takes no
+ * locks then) it may have forked from a signal handler that interrupted one of
+ * these changes on its own stack, and the child may allocate before that handler
+ * returns.
+ *   - A release another thread had begun (RUNNING) is the child's to do again.
+ *   - An open half done (opening, not yet populated): its headers go back to zero,
+ *     what a region that is not open holds, so that the child's first populate
+ *     opens it whole (vc_slab_open finds its headers zero).
+ *   - The populated and due counts are counted again: an open or a drain updates
+ *     them one store apart from the states. */
+static void repair_in_child(void)
+{
+	uint32_t populated = 0, due = 0, bound = 0;
+	for (uint32_t w = 0; w < (vc_g.nvcpus + 63) / 64; w++)
+		for (uint64_t bits = ids_used[w]; bits; bits &= bits - 1) {
+			uint32_t idx = w * 64 + (uint32_t)__builtin_ctzll(bits);
+			struct vc_vcpu *v = &vc_g.vcpus[idx];
+			if (release_state(v) == VC_RELEASE_RUNNING)
+				v->releasing = VC_RELEASE_DUE;
+			if (v->opening && !v->populated)
+				vc_slab_clear(idx);
+			v->opening = 0;
+			populated += v->populated;
+			due += release_state(v) == VC_RELEASE_DUE;
+			bound = v->populated ? idx + 1 : bound;
+		}
+	vc_cache_populated_now = populated;
+	releases_due = due;
+	vc_atomic_raise_u32(&populated_bound, bound);
+}
+
 /* After fork: unlock what vc_cache_lock_all took; the child, whose only thread is
- * the one that forked, re-initialises the same locks instead (in a child of a
- * single-threaded process nothing was taken, and any of them may have been held by
- * the code a signal handler interrupted). */
+ * the one that forked, repairs what was half done and re-initialises the same locks
+ * instead (in a child of a single-threaded process nothing was taken, and any of
+ * them may have been held by the code a signal handler interrupted). */
 void vc_cache_unlock_all(bool child)
 {
 	void (*release)(vc_lock_t *) = child ? vc_lock_init : vc_unlock;
+	if (child)
+		repair_in_child();
 	for (uint32_t w = 0; w < (vc_g.nvcpus + 63) / 64; w++)
-		for (uint64_t bits = ids_used[w]; bits; bits &= bits - 1) {
-			struct vc_vcpu *v = &vc_g.vcpus[w * 64 + (uint32_t)__builtin_ctzll(bits)];
-			/* A release another thread had begun is the child's to do again. */
-			if (child && release_state(v) == VC_RELEASE_RUNNING) {
-				v->releasing = VC_RELEASE_DUE;
-				releases_due++;
-			}
-			release(&v->lock);
-		}
+		for (uint64_t bits = ids_used[w]; bits; bits &= bits - 1)
+			release(&vc_g.vcpus[w * 64 + (uint32_t)__builtin_ctzll(bits)].lock);
 	release(&ids_lock);
 	release(&reclaim_lock);
 }

@@ -19,6 +19,8 @@ void vc_slab_open(uint32_t idx, unsigned node)
 		uint16_t b = (uint16_t)vc_classes[c].slot_base;
 		__atomic_store_n(vc_slab_word(idx, c), vc_rseq_stack_word(b, b, b),
 				 __ATOMIC_RELEASE);
+		if (c == VC_NUM_CLASSES / 2)
+			VC_TEST_HOOK(region_open);
 	}
 }
 
