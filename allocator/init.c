@@ -58,7 +58,9 @@ static void unlock_below_cache(bool child)
 /* A single-threaded process may fork from a signal handler that interrupted
  * malloc while it held one of our locks: taking the locks then would deadlock on
  * ourselves, and no other thread can hold them. So the locks are taken only when
- * the process has other threads; the child always starts with free locks. */
+ * the process has other threads; the child always starts with free locks, and
+ * drops the vCPU regions whose locks the interrupted code held (vcpu_cache.c's
+ * repair_in_child). */
 static bool fork_locked;
 
 static void fork_prepare(void)
@@ -76,7 +78,7 @@ static void fork_parent(void)
 	if (!fork_locked)
 		return;
 	unlock_below_cache(false);
-	vc_cache_unlock_all(false);
+	vc_cache_unlock_all(false, true);
 	vc_unlock(&init_lock);
 }
 
@@ -105,7 +107,7 @@ static uint64_t crowd_since_ms;
 static void fork_child(void)
 {
 	unlock_below_cache(true);
-	vc_cache_unlock_all(true);
+	vc_cache_unlock_all(true, fork_locked);
 	vc_lock_init(&init_lock);
 	vc_rseq_fence_after_fork();
 	vc_maintenance_after_fork_child();

@@ -48,6 +48,10 @@ struct vc_test_hooks {
 	void (*tick_scan)(void);   /* reclaim scan, reclaim lock held */
 	void (*region_release)(void); /* a drained region's release begun, no lock held */
 	void (*region_open)(void);    /* a region's open half done (its id's lock held) */
+	void (*region_drain)(void);   /* a drain's objects moved, the region still
+					 populated (its id's lock held) */
+	void (*fallback_spill)(void); /* a fallback free's spill in central, the stack's
+					 header not yet lowered (the lock held) */
 };
 extern struct vc_test_hooks vc_test_hooks VC_HIDDEN;
 #define VC_TEST_HOOK(name) (vc_test_hooks.name ? vc_test_hooks.name() : (void)0)
@@ -346,7 +350,7 @@ bool vc_cache_tick(void) VC_HIDDEN;
 /* Drain the cache of the vCPU id this thread runs as now; 1 if it was drained. */
 int vc_cache_drain_current(void) VC_HIDDEN;
 void vc_cache_lock_all(void) VC_HIDDEN;
-void vc_cache_unlock_all(bool child) VC_HIDDEN;
+void vc_cache_unlock_all(bool child, bool locks_taken) VC_HIDDEN;
 /* Statistics of the per-vCPU layer. */
 void vc_cache_stats(struct vcmalloc_stats *st) VC_HIDDEN;
 /* vcmalloc_stats()'s allocated_bytes alone (stats.c): walks the central lists and

@@ -300,10 +300,6 @@ struct vc_vcpu {
 				       drained region's pages are due to go, or going,
 				       back to the OS with no lock held; it is not
 				       opened before that is over. Under `lock` */
-	uint8_t opening;            /* open_locked is writing the region's headers
-				       (under `lock`): a fork child whose thread was
-				       interrupted there clears them (vcpu_cache.c's
-				       repair_in_child) */
 	/* Written under `lock` (populate, drain, node move, resizes, fallback mode). */
 	struct {
 		uint8_t node;       /* node of the cached objects (a roaming thread's

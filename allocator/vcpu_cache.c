@@ -152,7 +152,6 @@ static uint64_t budget_base(void)
 static VC_NOINLINE void open_locked(uint32_t idx, unsigned node)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	__atomic_store_n(&v->opening, 1, __ATOMIC_RELAXED);
 	vc_slab_open(idx, node);
 	__atomic_store_n(&v->locked.node, (uint8_t)node, __ATOMIC_RELAXED);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
@@ -162,7 +161,6 @@ static VC_NOINLINE void open_locked(uint32_t idx, unsigned node)
 	__atomic_add_fetch(&use_epoch, 1, __ATOMIC_RELAXED);
 	note_use(v);
 	__atomic_store_n(&v->populated, 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&v->opening, 0, __ATOMIC_RELAXED);
 	vc_atomic_raise_u32(&populated_bound, idx + 1);
 	vc_atomic_raise_u32(&vc_cache_populated_peak,
 			    __atomic_add_fetch(&vc_cache_populated_now, 1, __ATOMIC_RELAXED));
@@ -510,6 +508,16 @@ static void *fallback_alloc(unsigned c)
 	return p;
 }
 
+/* A fallback spill's objects go to central while they are still below the stack's
+ * `current` (vc_slab_locked_spill_top writes the header after): the lock makes that
+ * invisible, except to a fork child of an interrupted single-threaded process
+ * (repair_in_child). */
+static void fallback_spill(unsigned c, void *const *objs, unsigned n)
+{
+	vc_central_insert(c, objs, n);
+	VC_TEST_HOOK(fallback_spill);
+}
+
 static void fallback_free(unsigned c, void *p, unsigned node)
 {
 	uint32_t idx = fallback_shard();
@@ -530,7 +538,7 @@ static void fallback_free(unsigned c, void *p, unsigned node)
 		/* Full: grow, or hand the top objects to central (move_count). */
 		if (!fallback_grow(idx, c))
 			vc_slab_locked_spill_top(idx, c, move_count(c, v->locked.cap.capacity[c]),
-						 vc_central_insert);
+						 fallback_spill);
 	}
 	bool kept = vc_slab_locked_push_one(idx, c, p);
 	vc_unlock(&v->lock);
@@ -690,6 +698,7 @@ static void drain_finish(uint32_t idx)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	drain_move_objects(idx);
+	VC_TEST_HOOK(region_drain);
 	for (unsigned c = 1; c < VC_NUM_CLASSES; c++)
 		__atomic_store_n(&v->locked.high_water[c], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&v->locked.touched[0], 0, __ATOMIC_RELAXED);
@@ -982,17 +991,22 @@ void vc_cache_lock_all(void)
 
 /* Fork child, before its locks are re-initialised: the states other threads left
  * half changed, and the counts derived from them, made whole again. The child's
- * only thread is the one that forked; in a single-threaded process (init.c takes no
- * locks then) it may have forked from a signal handler that interrupted one of
- * these changes on its own stack, and the child may allocate before that handler
- * returns.
+ * only thread is the one that forked.
  *   - A release another thread had begun (RUNNING) is the child's to do again.
- *   - An open half done (opening, not yet populated): its headers go back to zero,
- *     what a region that is not open holds, so that the child's first populate
- *     opens it whole (vc_slab_open finds its headers zero).
+ *   - A single-threaded process forks without taking the locks (init.c), possibly
+ *     from a signal handler that interrupted one of our operations on its own
+ *     stack, and the child may allocate before that handler returns. A per-vCPU
+ *     lock still held (`interrupted`) was held by that operation: an open, a
+ *     drain, a resize or a fallback operation half done. Such a region is dropped:
+ *     not populated, its release due, so that the child's first use of the id
+ *     releases it (headers to zero, what vc_slab_open expects of a region that is
+ *     not open) and opens it whole. The objects it cached are the child's loss,
+ *     never handed out twice: a drain stopped the headers before moving any.
  *   - The populated and due counts are counted again: an open or a drain updates
- *     them one store apart from the states. */
-static void repair_in_child(void)
+ *     them one store apart from the states.
+ * The central lists and page heaps have no such repair: an operation interrupted
+ * inside one of them leaves it to the code that resumes when the handler returns. */
+static void repair_in_child(bool interrupted)
 {
 	uint32_t populated = 0, due = 0, bound = 0;
 	for (uint32_t w = 0; w < (vc_g.nvcpus + 63) / 64; w++)
@@ -1001,9 +1015,11 @@ static void repair_in_child(void)
 			struct vc_vcpu *v = &vc_g.vcpus[idx];
 			if (release_state(v) == VC_RELEASE_RUNNING)
 				v->releasing = VC_RELEASE_DUE;
-			if (v->opening && !v->populated)
-				vc_slab_clear(idx);
-			v->opening = 0;
+			if (interrupted && __atomic_load_n(&v->lock.state, __ATOMIC_RELAXED)) {
+				v->populated = 0;
+				if (release_state(v) == VC_RELEASE_NONE)
+					v->releasing = VC_RELEASE_DUE;
+			}
 			populated += v->populated;
 			due += release_state(v) == VC_RELEASE_DUE;
 			bound = v->populated ? idx + 1 : bound;
@@ -1013,15 +1029,16 @@ static void repair_in_child(void)
 	vc_atomic_raise_u32(&populated_bound, bound);
 }
 
-/* After fork: unlock what vc_cache_lock_all took; the child, whose only thread is
- * the one that forked, repairs what was half done and re-initialises the same locks
- * instead (in a child of a single-threaded process nothing was taken, and any of
- * them may have been held by the code a signal handler interrupted). */
-void vc_cache_unlock_all(bool child)
+/* After fork: unlock what vc_cache_lock_all took (locks_taken: the prepare handler
+ * took them, the process having other threads). The child, whose only thread is the
+ * one that forked, repairs what was half done and re-initialises the same locks
+ * instead (when the fork took none, any of them may have been held by the code a
+ * signal handler interrupted). */
+void vc_cache_unlock_all(bool child, bool locks_taken)
 {
 	void (*release)(vc_lock_t *) = child ? vc_lock_init : vc_unlock;
 	if (child)
-		repair_in_child();
+		repair_in_child(!locks_taken);
 	for (uint32_t w = 0; w < (vc_g.nvcpus + 63) / 64; w++)
 		for (uint64_t bits = ids_used[w]; bits; bits &= bits - 1)
 			release(&vc_g.vcpus[w * 64 + (uint32_t)__builtin_ctzll(bits)].lock);

@@ -1,7 +1,8 @@
 /* fork_mid_open (white-box, linked with the allocator's test-hook build): a
- * single-threaded process forks while its own thread is half way through opening a
- * vCPU region, as it does when a signal handler that interrupted that open forks
- * (tests/races fork_signal), and the child allocates at once.
+ * single-threaded process forks while its own thread is half way through changing a
+ * vCPU region (opening it, draining it), as it does when a signal handler that
+ * interrupted that change forks (tests/races fork_signal), and the child allocates
+ * at once.
  *
  *   1. The process is pinned to the CPU it runs on (so that parent and child run as
  *      the same id in every index mode), fills its cache, and a forced reclaim
@@ -14,8 +15,20 @@
  *      open and that the populated count is the number of populated ids.
  *   3. The parent's open then completes; the child's status is checked, and the
  *      parent's cache works as before.
- * Without the child's repair (vcpu_cache.c's repair_in_child) the child aborts on
- * vc_slab_open's assertion that a region not open is all zero. */
+ *   4. The parent fills its cache again, and a forced reclaim drains it; the hook
+ *      region_drain (the cached objects moved to the central lists, the region still
+ *      populated, its headers stopped, the lock held) forks. The child allocates
+ *      blocks of the cached classes, more than were cached, all live at once: no
+ *      block may be handed out twice (each holds its own number at the end).
+ *   5. Fallback mode: the parent allocates F blocks of 64 B and frees them, until
+ *      its cache's class is full and a free spills; the hook fallback_spill (the
+ *      spilled objects in central, the stack's header not yet lowered, the lock
+ *      held) forks. The child allocates F + 1000 blocks of 64 B, all live at once:
+ *      none may be handed out twice.
+ * Without the child's repair (vcpu_cache.c's repair_in_child) the child of part 2
+ * aborts on vc_slab_open's assertion that a region not open is all zero, and in
+ * fallback mode the child of part 4 pops the drained objects the central lists have
+ * too, and in part 5 the spilled objects the central lists have too. */
 #include "internal.h"
 #include "vctest.h"
 
@@ -76,17 +89,68 @@ static void child(void)
 	_exit(0);
 }
 
-static int forks, child_status = -1;
+/* M blocks of each of 13 sizes (16 B - 64 KiB) live at once, each holding its own
+ * number in every word it was given: a block handed out twice loses one number. */
+enum { M = 300, SIZES = 13 };
+static void child_unique(void)
+{
+	static uint64_t *blocks[M * SIZES];
+	for (unsigned i = 0; i < M * SIZES; i++) {
+		size_t n = (size_t)16 << (i % SIZES);
+		if (!(blocks[i] = malloc(n)))
+			_exit(3);
+		for (size_t w = 0; w < n / 8; w++)
+			blocks[i][w] = i;
+	}
+	for (unsigned i = 0; i < M * SIZES; i++) {
+		size_t n = (size_t)16 << (i % SIZES);
+		if (blocks[i][0] != i || blocks[i][n / 8 - 1] != i) {
+			fprintf(stderr, "fork_mid_open: child: block %u (%zu bytes) was also "
+				"given to block %llu\n", i, n,
+				(unsigned long long)(blocks[i][0] != i ? blocks[i][0]
+								      : blocks[i][n / 8 - 1]));
+			_exit(1);
+		}
+	}
+	_exit(0);
+}
 
-static void at_region_open(void)
+/* Part 5's F blocks of 64 B, and the child's F + 1000. */
+enum { F = 20000, F_CHILD = F + 1000 };
+static uint64_t *many[F_CHILD];
+
+static void child_many_64(void)
+{
+	for (unsigned i = 0; i < F_CHILD; i++) {
+		if (!(many[i] = malloc(64)))
+			_exit(3);
+		for (unsigned w = 0; w < 8; w++)
+			many[i][w] = i;
+	}
+	for (unsigned i = 0; i < F_CHILD; i++)
+		if (many[i][0] != i || many[i][7] != i) {
+			fprintf(stderr, "fork_mid_open: child: 64-byte block %u was also given "
+				"to block %llu\n", i,
+				(unsigned long long)(many[i][0] != i ? many[i][0] : many[i][7]));
+			_exit(1);
+		}
+	_exit(0);
+}
+
+/* volatile: set from inside malloc and free, which the compiler assumes change no
+ * memory of ours */
+static volatile int forks, child_status = -1;
+static void (*child_work)(void);
+
+static void fork_here(void)
 {
 	if (forks++ > 0)
 		return;
 	pid_t pid = fork();
 	if (pid == 0)
-		child();
-	if (pid < 0 || waitpid(pid, &child_status, 0) != pid)
-		child_status = -2;
+		child_work();
+	int status;
+	child_status = pid >= 0 && waitpid(pid, &status, 0) == pid ? status : -2;
 }
 
 int main(void)
@@ -108,11 +172,12 @@ int main(void)
 		  populated_ids());
 
 	/* 2. */
-	vc_test_hooks.region_open = at_region_open;
+	child_work = child;
+	vc_test_hooks.region_open = fork_here;
 	void *p = malloc(64);
 	VCT_CHECK(p != NULL, "malloc(64)");
 	vc_test_hooks.region_open = NULL;
-	VCT_CHECK(forks == 1, "the malloc after the reclaim opened no region (%d opens)", forks);
+	VCT_CHECK(forks >= 1, "the malloc after the reclaim opened no region (%d opens)", forks);
 
 	/* 3. */
 	VCT_CHECK(child_status >= 0, "fork or waitpid failed");
@@ -125,6 +190,37 @@ int main(void)
 	VCT_CHECK(st.vcpu_caches_populated == populated_ids(),
 		  "%u caches counted populated, %u are", (unsigned)st.vcpu_caches_populated,
 		  populated_ids());
+
+	/* 4. */
+	VCT_CHECK(churn(5), "a block lost its contents");
+	forks = 0;
+	child_status = -1;
+	child_work = child_unique;
+	vc_test_hooks.region_drain = fork_here;
+	vct_vcmalloc()->reclaim(1);
+	vc_test_hooks.region_drain = NULL;
+	VCT_CHECK(forks >= 1, "the forced reclaim drained no region (%d drains)", forks);
+	VCT_CHECK(child_status >= 0, "fork or waitpid failed");
+	VCT_CHECK(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0,
+		  "the child of the drain failed (status %#x)", child_status);
+	VCT_CHECK(churn(6), "a block lost its contents after the drain");
+
+	/* 5. */
+	if (vc_g.mode == VCMALLOC_INDEX_FALLBACK) {
+		forks = 0;
+		child_status = -1;
+		child_work = child_many_64;
+		for (unsigned i = 0; i < F; i++)
+			VCT_CHECK((many[i] = malloc(64)) != NULL, "malloc(64)");
+		vc_test_hooks.fallback_spill = fork_here;
+		for (unsigned i = 0; i < F; i++)
+			free(many[i]);
+		vc_test_hooks.fallback_spill = NULL;
+		VCT_CHECK(forks >= 1, "%u frees of 64 B spilled nothing", (unsigned)F);
+		VCT_CHECK(child_status >= 0, "fork or waitpid failed");
+		VCT_CHECK(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0,
+			  "the child of the spill failed (status %#x)", child_status);
+	}
 	printf("fork_mid_open: ok\n");
 	return 0;
 }
