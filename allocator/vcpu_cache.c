@@ -183,66 +183,34 @@ static uint8_t release_state(const struct vc_vcpu *v)
 	return __atomic_load_n(&v->releasing, __ATOMIC_RELAXED);
 }
 
-/* No lock held: idx's release, DUE, becomes this thread's (RUNNING); false when it
- * is not DUE (not drained, or another thread took it). */
-static bool claim_release(uint32_t idx)
-{
-	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	vc_lock(&v->lock);
-	bool due = release_state(v) == VC_RELEASE_DUE;
-	if (due) {
-		__atomic_store_n(&v->releasing, VC_RELEASE_RUNNING, __ATOMIC_RELAXED);
-		__atomic_sub_fetch(&releases_due, 1, __ATOMIC_RELAXED);
-	}
-	vc_unlock(&v->lock);
-	return due;
-}
-
-/* No lock held: the releases of ids [first, first + n), claimed, are over. */
-static void end_releases(uint32_t first, uint32_t n)
-{
-	for (uint32_t idx = first; idx < first + n; idx++) {
-		struct vc_vcpu *v = &vc_g.vcpus[idx];
-		vc_lock(&v->lock);
-		__atomic_store_n(&v->releasing, VC_RELEASE_NONE, __ATOMIC_RELAXED);
-		vc_unlock(&v->lock);
-	}
-}
-
 /* No lock held: give idx's region back to the OS if it is DUE. */
 static void release_region(uint32_t idx)
 {
-	if (!claim_release(idx))
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	vc_lock(&v->lock);
+	if (release_state(v) != VC_RELEASE_DUE) {
+		vc_unlock(&v->lock);
 		return;
+	}
+	__atomic_store_n(&v->releasing, VC_RELEASE_RUNNING, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&releases_due, 1, __ATOMIC_RELAXED);
+	vc_unlock(&v->lock);
 	VC_TEST_HOOK(region_release);
-	vc_slab_release_run(idx, 1);
-	end_releases(idx, 1);
+	vc_slab_release(idx);
+	vc_lock(&v->lock);
+	__atomic_store_n(&v->releasing, VC_RELEASE_NONE, __ATOMIC_RELAXED);
+	vc_unlock(&v->lock);
 }
 
-/* No lock held: release every DUE region. Consecutive ids go back in one call: a
- * crowd's exit drains a run of ids (mm_cids are dense from 0), and each release call
- * flushes the TLB of every CPU the process ran on (on arm64, a broadcast to all CPUs);
- * one call per run makes that one flush. */
+/* No lock held: release every DUE region (after a reclaim scan or a drain). */
 static void release_due_regions(void)
 {
 	if (__atomic_load_n(&releases_due, __ATOMIC_RELAXED) == 0)
 		return;
 	uint32_t bound = __atomic_load_n(&populated_bound, __ATOMIC_ACQUIRE);
-	for (uint32_t idx = 0; idx < bound;) {
-		uint32_t n = 0;
-		while (idx + n < bound &&
-		       release_state(&vc_g.vcpus[idx + n]) == VC_RELEASE_DUE &&
-		       claim_release(idx + n))
-			n++;
-		if (n == 0) {
-			idx++;
-			continue;
-		}
-		VC_TEST_HOOK(region_release);
-		vc_slab_release_run(idx, n);
-		end_releases(idx, n);
-		idx += n;
-	}
+	for (uint32_t idx = 0; idx < bound; idx++)
+		if (release_state(&vc_g.vcpus[idx]) == VC_RELEASE_DUE)
+			release_region(idx);
 }
 
 /* Lock held: open idx's region unless it is open or its release is not over (every

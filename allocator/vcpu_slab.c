@@ -73,14 +73,10 @@ void vc_slab_take(uint32_t idx, vc_slab_spill_fn spill)
 	}
 }
 
-void vc_slab_release_run(uint32_t first, uint32_t n)
+void vc_slab_release(uint32_t idx)
 {
-	/* Their pages: from the first stride's start, past the last region's end (the
-	 * colour). The gaps between regions are address space only: nothing to release
-	 * there, and one call for the run. */
-	size_t stride = (size_t)1 << VC_VCPU_STRIDE_SHIFT;
-	vc_os_release(vc_vcpu_region(first) - VC_VCPU_REGION_COLOUR,
-		      (n - 1) * stride + VC_VCPU_REGION + VC_OS_PAGE);
+	/* Its pages: from the stride's start, past the region's end (the colour). */
+	vc_os_release(vc_vcpu_region(idx) - VC_VCPU_REGION_COLOUR, VC_VCPU_REGION + VC_OS_PAGE);
 }
 
 /* Stopped -> zero -> open: every section reads its header in one load, so it sees

@@ -103,10 +103,9 @@ bool vc_slab_stop(uint32_t idx) VC_HIDDEN;
 void vc_slab_fence(const uint32_t *ids, unsigned n) VC_HIDDEN;
 /* stopped (fenced) -> stopped, empty: each class's objects to spill. */
 void vc_slab_take(uint32_t idx, vc_slab_spill_fn spill) VC_HIDDEN;
-/* stopped, empty -> zero, with the pages given back to the OS, for the regions of
- * ids [first, first + n), in one call. The one lifecycle step without the ids'
- * locks: the caller keeps each region from being opened meanwhile. */
-void vc_slab_release_run(uint32_t first, uint32_t n) VC_HIDDEN;
+/* stopped, empty -> zero, with the pages given back to the OS. The one lifecycle
+ * step without idx's lock: the caller keeps the region from being opened meanwhile. */
+void vc_slab_release(uint32_t idx) VC_HIDDEN;
 /* stopped, empty -> zero, the pages kept (to be opened again at once). */
 void vc_slab_clear(uint32_t idx) VC_HIDDEN;
 /* open -> open: class c's capacity becomes cap, on the id the calling thread runs as

@@ -15,15 +15,8 @@
  *      allocations and a reclaim; its blocks must hold what it wrote.
  *   4. R goes on; after it, no release is pending, and the main thread's next slow
  *      paths open its region again.
- *   5. Releases in runs: the main thread (pinned to the first allowed CPU) and a
- *      helper (the second) fill caches while both run, so that two ids are
- *      populated; a forced reclaim drains both. Consecutive drained ids go back in
- *      one release: the hook region_release is called once per run of consecutive
- *      populated ids (once for ids 0 and 1), not once per id. Skipped with one
- *      allowed CPU.
  */
 #include "internal.h"
-#include "cpus.h"
 #include "hold.h"
 #include "vctest.h"
 
@@ -65,7 +58,7 @@ static unsigned count_state(uint8_t state, unsigned *open_among)
 static void churn(unsigned seed)
 {
 	enum { N = 2000 };
-	static _Thread_local unsigned char *blocks[N]; /* part 5 churns on two threads */
+	static unsigned char *blocks[N];
 	for (unsigned i = 0; i < N; i++) {
 		size_t n = (size_t)16 << (i % 25 / 2);
 		VCT_CHECK((blocks[i] = malloc(n)) != NULL, "malloc(%zu)", n);
@@ -78,74 +71,6 @@ static void churn(unsigned seed)
 			  "block %u (%zu bytes) lost what was written in it", i, n);
 		free(blocks[i]);
 	}
-}
-
-static volatile int releases_seen;
-
-static void count_release(void)
-{
-	releases_seen++;
-}
-
-static pthread_barrier_t both_running;
-static int helper_cpu;
-
-static void *helper(void *arg)
-{
-	(void)arg;
-	pin_self(helper_cpu);
-	pthread_barrier_wait(&both_running);
-	churn(7);
-	pthread_barrier_wait(&both_running);
-	return NULL;
-}
-
-/* Populated ids now, and how many runs of consecutive ids they make. */
-static unsigned populated_runs(unsigned *populated)
-{
-	unsigned runs = 0;
-	bool prev = false;
-	*populated = 0;
-	for (uint32_t idx = 0; idx < vc_g.nvcpus; idx++) {
-		bool p = __atomic_load_n(&vc_g.vcpus[idx].populated, __ATOMIC_ACQUIRE);
-		*populated += p;
-		runs += p && !prev;
-		prev = p;
-	}
-	return runs;
-}
-
-static void release_runs(void)
-{
-	struct cpu_list cpus;
-	cpu_list_allowed(&cpus);
-	if (cpus.n < 2) {
-		printf("region_release: part 5 skipped (one allowed CPU)\n");
-		return;
-	}
-	pin_self(cpus.cpu[0]);
-	helper_cpu = cpus.cpu[1];
-	VCT_CHECK(pthread_barrier_init(&both_running, NULL, 2) == 0, "pthread_barrier_init");
-	pthread_t h;
-	VCT_CHECK(pthread_create(&h, NULL, helper, NULL) == 0, "pthread_create");
-	pthread_barrier_wait(&both_running);
-	churn(8);
-	pthread_barrier_wait(&both_running);
-	unsigned populated, runs = populated_runs(&populated);
-	VCT_CHECK(populated >= 2, "%u ids populated by two threads running at once", populated);
-	releases_seen = 0;
-	vc_test_hooks.region_release = count_release;
-	vct_vcmalloc()->reclaim(1);
-	vc_test_hooks.region_release = NULL;
-	unsigned left;
-	populated_runs(&left);
-	VCT_CHECK(left == 0, "%u ids still populated after a forced reclaim", left);
-	VCT_CHECK(releases_seen == (int)runs,
-		  "%u populated ids in %u runs of consecutive ids took %d releases", populated,
-		  runs, releases_seen);
-	printf("region_release: %u populated ids in %u run(s), %d release(s)\n", populated, runs,
-	       releases_seen);
-	VCT_CHECK(pthread_join(h, NULL) == 0, "pthread_join");
 }
 
 int main(void)
@@ -207,9 +132,6 @@ int main(void)
 	struct vcmalloc_stats st;
 	vct_stats(&st);
 	VCT_CHECK(st.vcpu_caches_populated >= 1, "no cache open again after the release");
-
-	/* 5. */
-	release_runs();
 	printf("region_release: ok\n");
 	return 0;
 }
