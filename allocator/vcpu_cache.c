@@ -977,6 +977,21 @@ bool vc_cache_tick(void)
 	return scanned;
 }
 
+/* The first id ever used (claim_id) at or above `from`, or vc_g.nvcpus: fork's
+ * walks visit those ids only, so that the states of the other possible CPUs are
+ * never touched. */
+static uint32_t next_used_id(uint32_t from)
+{
+	for (uint32_t w = from / 64; w < (vc_g.nvcpus + 63) / 64; w++) {
+		uint64_t bits = ids_used[w];
+		if (w == from / 64)
+			bits &= ~0ull << (from % 64);
+		if (bits)
+			return w * 64 + (uint32_t)__builtin_ctzll(bits);
+	}
+	return vc_g.nvcpus;
+}
+
 /* Fork: the reclaim lock, ids_lock (no id can be claimed until the fork is over)
  * and the lock of every id ever used, in increasing order. Every other id's lock is
  * free: it is only ever taken after claim_id. */
@@ -984,9 +999,8 @@ void vc_cache_lock_all(void)
 {
 	vc_lock(&reclaim_lock);
 	vc_lock(&ids_lock);
-	for (uint32_t w = 0; w < (vc_g.nvcpus + 63) / 64; w++)
-		for (uint64_t bits = ids_used[w]; bits; bits &= bits - 1)
-			vc_lock(&vc_g.vcpus[w * 64 + (uint32_t)__builtin_ctzll(bits)].lock);
+	for (uint32_t idx = next_used_id(0); idx < vc_g.nvcpus; idx = next_used_id(idx + 1))
+		vc_lock(&vc_g.vcpus[idx].lock);
 }
 
 /* Fork child, before its locks are re-initialised: the states other threads left
@@ -1009,21 +1023,19 @@ void vc_cache_lock_all(void)
 static void repair_in_child(bool interrupted)
 {
 	uint32_t populated = 0, due = 0, bound = 0;
-	for (uint32_t w = 0; w < (vc_g.nvcpus + 63) / 64; w++)
-		for (uint64_t bits = ids_used[w]; bits; bits &= bits - 1) {
-			uint32_t idx = w * 64 + (uint32_t)__builtin_ctzll(bits);
-			struct vc_vcpu *v = &vc_g.vcpus[idx];
-			if (release_state(v) == VC_RELEASE_RUNNING)
+	for (uint32_t idx = next_used_id(0); idx < vc_g.nvcpus; idx = next_used_id(idx + 1)) {
+		struct vc_vcpu *v = &vc_g.vcpus[idx];
+		if (release_state(v) == VC_RELEASE_RUNNING)
+			v->releasing = VC_RELEASE_DUE;
+		if (interrupted && __atomic_load_n(&v->lock.state, __ATOMIC_RELAXED)) {
+			v->populated = 0;
+			if (release_state(v) == VC_RELEASE_NONE)
 				v->releasing = VC_RELEASE_DUE;
-			if (interrupted && __atomic_load_n(&v->lock.state, __ATOMIC_RELAXED)) {
-				v->populated = 0;
-				if (release_state(v) == VC_RELEASE_NONE)
-					v->releasing = VC_RELEASE_DUE;
-			}
-			populated += v->populated;
-			due += release_state(v) == VC_RELEASE_DUE;
-			bound = v->populated ? idx + 1 : bound;
 		}
+		populated += v->populated;
+		due += release_state(v) == VC_RELEASE_DUE;
+		bound = v->populated ? idx + 1 : bound;
+	}
 	vc_cache_populated_now = populated;
 	releases_due = due;
 	vc_atomic_raise_u32(&populated_bound, bound);
@@ -1039,9 +1051,8 @@ void vc_cache_unlock_all(bool child, bool locks_taken)
 	void (*release)(vc_lock_t *) = child ? vc_lock_init : vc_unlock;
 	if (child)
 		repair_in_child(!locks_taken);
-	for (uint32_t w = 0; w < (vc_g.nvcpus + 63) / 64; w++)
-		for (uint64_t bits = ids_used[w]; bits; bits &= bits - 1)
-			release(&vc_g.vcpus[w * 64 + (uint32_t)__builtin_ctzll(bits)].lock);
+	for (uint32_t idx = next_used_id(0); idx < vc_g.nvcpus; idx = next_used_id(idx + 1))
+		release(&vc_g.vcpus[idx].lock);
 	release(&ids_lock);
 	release(&reclaim_lock);
 }

@@ -6,7 +6,7 @@
  *   2. Thread R forces a reclaim: every cache is drained and, once R has dropped
  *      every lock, each region released in turn. R is held (hook region_release)
  *      at its first release, the region marked RUNNING and its pages not released.
- *   3. Meanwhile the main thread allocates and frees 2000 blocks of 25 sizes: its
+ *   3. Meanwhile the main thread allocates and frees 2000 blocks of 13 sizes: its
  *      slow paths must work without the region (the central lists serve them), and
  *      a RUNNING region must stay unpopulated (opening it would let the release
  *      wipe live headers). It forks: fork takes every allocator lock, so a lock
@@ -54,7 +54,7 @@ static unsigned count_state(uint8_t state, unsigned *open_among)
 	return n;
 }
 
-/* 2000 blocks of 25 sizes from 16 B to 48 KiB, written, checked and freed. */
+/* 2000 blocks of 13 sizes from 16 B to 64 KiB, written, checked and freed. */
 static void churn(unsigned seed)
 {
 	enum { N = 2000 };
