@@ -3,7 +3,11 @@
 
 Per workload and allocator: the median of the successful runs' seconds, min and max.
 vcmalloc's ratio is its median over the fastest peer's (every allocator not of the
-vcmalloc family): above 1, vcmalloc is slower.  Two geometric means summarise:
+vcmalloc family): above 1, vcmalloc is slower.  Next to it, the paired ratio: in each
+repetition the allocators run one workload back to back, so vcmalloc's time over that
+peer's time in the same repetition cancels what drifts between repetitions (other
+load, frequency); its median and quartiles over the repetitions show how sure the
+comparison is.  Two geometric means summarise:
 vcmalloc / fastest peer over the workloads, and for every allocator its time over
 the fastest allocator's (vcmalloc included), over the workloads every allocator ran.
 The chart draws every allocator's median over the fastest peer's, per workload and
@@ -58,6 +62,36 @@ def ratios(summary, workloads, vcmallocs, peers):
             mine = summary[(w, v)]["median"]
             if best and mine is not None:
                 out[v][w] = (mine / best, who)
+    return out
+
+
+def quartiles(values):
+    """(q1, median, q3) of a non-empty list: medians of the lower and upper halves
+    (the middle value in neither when the count is odd)."""
+    v = sorted(values)
+    half = len(v) // 2
+    low, high = v[:half] or v, v[len(v) - half:] or v
+    return statistics.median(low), statistics.median(v), statistics.median(high)
+
+
+def paired_ratios(records, summary, workloads, vcmallocs, peers, key="seconds"):
+    """{vcmalloc name: {workload: (q1, median, q3, pairs)}}: per repetition where both
+    ran, vcmalloc's `key` over the fastest peer's (by median, as in `ratios`)."""
+    by_run = {}
+    for r in records:
+        if r["status"] == "ok" and r.get(key):
+            by_run[(r["workload"], r["allocator"], r["repeat"])] = r[key]
+    out = {}
+    for v in vcmallocs:
+        out[v] = {}
+        for w in workloads:
+            _best, who = fastest_peer(summary, w, peers)
+            if who is None:
+                continue
+            pairs = [t / by_run[(w, who, rep)] for (ww, a, rep), t in by_run.items()
+                     if ww == w and a == v and (w, who, rep) in by_run]
+            if pairs:
+                out[v][w] = (*quartiles(pairs), len(pairs))
     return out
 
 
@@ -125,13 +159,24 @@ def _cell(s, bold, repeat):
     return f"**{text}**" if bold else text
 
 
-def _comparison(summary, workloads, allocators, vcmallocs, peers, repeat, what="time"):
+def _paired_cell(p):
+    if not p:
+        return "–"
+    q1, med, q3, n = p
+    return f"{med:.2f} ({q1:.2f}-{q3:.2f})" if n > 1 else f"{med:.2f}"
+
+
+def _comparison(summary, workloads, allocators, vcmallocs, peers, repeat, what="time",
+                paired=None):
     """The table (a row per workload), vcmalloc's geometric means and every allocator's
-    geometric mean over the fastest."""
+    geometric mean over the fastest. paired: paired_ratios' result, or None."""
     rat = ratios(summary, [w.name for w in workloads], vcmallocs, peers)
+    paired = paired or {}
     head = ["workload", *allocators]
     for v in vcmallocs:
         head += [f"{v} / fastest peer", "fastest peer"]
+        if v in paired:
+            head.append(f"{v} paired: median (q1-q3)")
     md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for w in workloads:
         medians = [summary[(w.name, a)]["median"] for a in allocators]
@@ -142,6 +187,8 @@ def _comparison(summary, workloads, allocators, vcmallocs, peers, repeat, what="
         for v in vcmallocs:
             r = rat[v].get(w.name)
             row += [f"{r[0]:.2f}", r[1]] if r else ["–", "–"]
+            if v in paired:
+                row.append(_paired_cell(paired[v].get(w.name)))
         md.append("| " + " | ".join(row) + " |")
     md.append("")
     speed_names = {w.name for w in workloads if w.kind == "speed"}
@@ -162,6 +209,15 @@ def _comparison(summary, workloads, allocators, vcmallocs, peers, repeat, what="
         if slower:
             md.append("- more than 5% slower than the fastest peer: " +
                       ", ".join(f"{w} ({r:.2f})" for r, w in slower))
+        mine = paired.get(v, {})
+        if mine:
+            g = geomean([p[1] for p in mine.values()])
+            md.append(f"- paired ratios: geometric mean of the medians {g:.2f} over "
+                      f"{len(mine)} workloads")
+            sure = sorted(((p[0], w) for w, p in mine.items() if p[0] > 1.05), reverse=True)
+            md.append("- slower by more than 5% in three quarters of the pairs or more "
+                      "(q1 above 1.05): " +
+                      (", ".join(f"{w} (q1 {q:.2f})" for q, w in sure) if sure else "none"))
         md.append("")
     rel, common = relative_to_fastest(summary, [w.name for w in workloads], allocators)
     md += [f"Each allocator's {what} over the fastest allocator's, geometric mean over the "
@@ -184,11 +240,13 @@ def _chart(files, what):
 
 
 def markdown(summary, cpu_summary, workloads, allocators, families, meta, instructions=None,
-             plots=None):
+             plots=None, paired=None):
     """The report: wall time first (what the comparison is about), then CPU time.
     plots: {"time": files, "cpu": files} of the charts (paths under plots/), or None
-    (meta["no_plots"] then says why, if it is set)."""
+    (meta["no_plots"] then says why, if it is set). paired: {"time": ..., "cpu": ...},
+    paired_ratios' results for wall and CPU time, or None."""
     plots = plots or {}
+    paired = paired or {}
     vcmallocs = [a for a in allocators if families[a] == "vcmalloc"]
     peers = [a for a in allocators if families[a] != "vcmalloc"]
     md = ["# vcmalloc speed next to its peers", "",
@@ -210,7 +268,8 @@ def markdown(summary, cpu_summary, workloads, allocators, families, meta, instru
                 if vc.get("uncommitted_allocator_changes") else "") + ".", ""]
     if meta.get("missing"):
         md += [f"Not measured (library missing): {', '.join(meta['missing'])}.", ""]
-    md += _comparison(summary, workloads, allocators, vcmallocs, peers, meta["repeat"])
+    md += _comparison(summary, workloads, allocators, vcmallocs, peers, meta["repeat"],
+                      paired=paired.get("time"))
     md += _chart(plots.get("time"), "time")
     if meta.get("no_plots"):
         md += [f"No plots: {meta['no_plots']}.", ""]
@@ -226,7 +285,7 @@ def markdown(summary, cpu_summary, workloads, allocators, families, meta, instru
            "throughput figure for threaded workloads: spinning counts, waiting does not.",
            ""]
     md += _comparison(cpu_summary, workloads, allocators, vcmallocs, peers, meta["repeat"],
-                      "CPU time")
+                      "CPU time", paired.get("cpu"))
     md += _chart(plots.get("cpu"), "CPU time")
     if instructions:
         md += instructions_markdown(instructions, allocators)
