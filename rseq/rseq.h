@@ -291,7 +291,9 @@ extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
  * so the index is never compared with one read before it. They fail (1, nothing
  * written) when the index is >= *limit, as on an empty stack (pop) or a full or
  * stopped one (push); the push also returns 2, nothing written, when bit
- * (index & VC_RSEQ_SLAB_LANES_MASK) of `lanes` is clear. -1: aborted, retry. Before
+ * (index & VC_RSEQ_SLAB_LANES_MASK) of `lanes` is clear. -1: aborted, retry. A
+ * successful pop ends with a prefetch of the object the next pop would return
+ * (vc_rseq_slab_prefetch_next). Before
  * vc_rseq_init() they fail (1) at once: the area offset is still 0, and a section
  * that published its descriptor there would write the thread's TCB.
  *   int vc_rseq_slab_pop_<index>(char *const *base, const uint32_t *limit,
@@ -336,6 +338,19 @@ extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
 #define vc_rseq_pop_local(ix, ...) VC_RSEQ_DISPATCH(pop_local, ix, __VA_ARGS__)
 #define vc_rseq_push_tagged(ix, ...) VC_RSEQ_DISPATCH(push_tagged, ix, __VA_ARGS__)
 
+/* After a slab pop, a hint: the object the stack's next pop returns is fetched for
+ * writing (malloc clears its tag, the caller writes it), as the pop's caller gets
+ * its own. Read outside the section, the header and the slot may be stale or of a
+ * stack being resized: a prefetch of any value never faults. A slab stack begins
+ * past the region's headers, so the slot below `current` is in the region. The
+ * generic slab pop below calls it; x86-64's slab pop has the same two loads and
+ * prefetch in its asm (arch/x86_64.h). */
+static inline void vc_rseq_slab_prefetch_next(char *region, uintptr_t stack)
+{
+	uint64_t w = __atomic_load_n((uint64_t *)region + stack, __ATOMIC_RELAXED);
+	void **below = (void **)region + vc_rseq_stack_current(w) - 1;
+	__builtin_prefetch(__atomic_load_n(below, __ATOMIC_RELAXED), 1, 3);
+}
 #if !defined(VC_RSEQ_HAVE_SLAB_OPS)
 /* The generic slab forms' first part: this thread's area and index, and the index's
  * region; NULL when the index is unusable (>= *limit, or before vc_rseq_init). */
@@ -360,8 +375,11 @@ static inline char *vc_rseq_slab_region(enum vc_rseq_index ix, char *const *base
 		char *region = vc_rseq_slab_region(ix, base, limit, &rs, &idx);         \
 		if (!region)                                                            \
 			return 1;                                                       \
-		return vc_rseq_pop_##name(rs, idx, (struct vc_rseq_stack *)region + stack, \
-					  region, out);                                 \
+		int r = vc_rseq_pop_##name(rs, idx, (struct vc_rseq_stack *)region + stack, \
+					   region, out);                                \
+		if (r == 0)                                                             \
+			vc_rseq_slab_prefetch_next(region, stack);                      \
+		return r;                                                               \
 	}                                                                               \
 	static inline int vc_rseq_slab_push_##name(char *const *base,                   \
 						   const uint32_t *limit, uintptr_t stack, \

@@ -384,6 +384,9 @@ VC_RSEQ_DEFINE_NODE_OPS(mm_cid, 24)
 			     "decq %%rax\n\t"                                           \
 			     "movq %%rax, (%%rdx, %[stack], 8)\n\t" /* commit */        \
 			     VC_RSEQ_ASM_EPILOGUE                                       \
+			     /* after the section: vc_rseq_slab_prefetch_next's hint */ \
+			     "movq -16(%%rdx, %%r8, 8), %%r8\n\t"                       \
+			     "prefetcht0 (%%r8)\n\t"                                    \
 			     : [obj] "=&r"(obj)                                         \
 			     : [area] "r"(vc_rseq_info_.area_offset), [limit] "m"(*limit), \
 			       [base] "m"(*base), [stack] "r"(stack)                    \
