@@ -266,9 +266,10 @@ extern vc_lock_t vc_huge_lock VC_HIDDEN;        /* the cache (lock order: lock.h
 /* ---- pageheap.c: FREE spans per node ---- */
 extern struct vc_pageheap vc_pageheaps[VC_MAX_NODES] VC_HIDDEN;
 void vc_pageheap_init(void) VC_HIDDEN;
-/* A span of npages pages in state (SMALL or LARGE) from node's heap; NULL: OOM. */
-/* A span of npages in state `state`; lane >= 0 places a SMALL span next to the
- * previous span of that central lane (central.c), -1 anywhere. */
+/* A span of npages pages in state `state` (SMALL or LARGE) from node's heap; NULL:
+ * OOM. lane >= 0 places a SMALL span next to the previous span of that central lane
+ * (central.c), -1 anywhere. The page map is set; the page entries of a LARGE span
+ * too, a SMALL span's are its maker's to publish (vc_span_publish). */
 struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state,
 				  int lane) VC_HIDDEN;
 bool vc_pageheap_extend(struct vc_span *sp, size_t npages) VC_HIDDEN;

@@ -344,7 +344,13 @@ struct vc_span *vc_pageheap_alloc(unsigned node, size_t npages, unsigned state, 
 	sp->populated = fresh ? 0 : (uint16_t)(npages * (VC_PAGE_SIZE / VC_OS_PAGE));
 	sp->tag_key = vc_g.secret ^ ((vc_g.secret * (++s->span_uses | 1)) >> 7) ^ (uintptr_t)sp;
 	s->used_pages = (uint16_t)(s->used_pages + npages);
-	set_pagemap(s, sp);
+	/* A SMALL span's entries wait for its class: central.c publishes them once it
+	 * has set it. Until then they are the FREE pages' entries, which hold no
+	 * objects, so free() of a pointer there takes the checked path. */
+	if (state == VC_SPAN_SMALL)
+		set_pagemap_only(s, sp);
+	else
+		set_pagemap(s, sp);
 	vc_unlock(&ph->lock);
 	if (fresh && vc_g.nnodes > 1)
 		__atomic_add_fetch(&lend_wanted[node], fresh >> VC_PAGE_SHIFT, __ATOMIC_RELAXED);
