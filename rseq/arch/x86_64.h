@@ -345,7 +345,8 @@ VC_RSEQ_DEFINE_NODE_OPS(mm_cid, 24)
  * the caller computes nothing before it. The area is addressed through %fs at the
  * process's offset (one load of a global, no read of the thread pointer). rdx holds
  * the index, then the region; rax the header word; r8 the scratch of the bound and
- * lane tests and the position. */
+ * lane tests and the position (after a pop's section, the slot below the new top,
+ * whose object it prefetches: vc_rseq_slab_prefetch_next in rseq.h). */
 #define VC_RSEQ_ASM_SLAB_PROLOGUE(field_off)                                            \
 	".pushsection __rseq_cs, \"aw\"\n\t"                                            \
 	".balign 32\n\t"                                                                \
