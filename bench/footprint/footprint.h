@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -128,14 +129,27 @@ const char *cache_bytes_source(void);
 int64_t cache_bytes_now(void);
 
 /* A thread that samples RSS and cache bytes every period until sampler_stop(). */
+/* vcmalloc's own figures at one moment (vcmalloc_stats), -1 elsewhere: where the
+ * resident bytes are, to split the overhead over the live data. */
+struct vc_breakdown {
+	int64_t resident;     /* all the allocator holds resident */
+	int64_t allocated;    /* in live blocks (usable sizes) */
+	int64_t vcpu_layer;   /* per-vCPU headers, slot arrays and cached objects */
+	int64_t central_free; /* free bytes in central lists and spans, every node */
+};
+
 struct sampler {
 	pthread_t thread;
 	int period_ms;
 	atomic_int stop;
 	int64_t rss_peak;
 	int64_t cache_peak;
+	struct vc_breakdown at_rss_peak; /* taken by the sample that set rss_peak */
 	uint64_t samples;
 };
+
+/* vcmalloc's breakdown now; false (all -1) under any other allocator. */
+bool vc_breakdown_now(struct vc_breakdown *out);
 
 void sampler_start(struct sampler *s, int period_ms);
 void sampler_stop(struct sampler *s);

@@ -161,6 +161,11 @@ int main(int argc, char **argv)
 		printf("  \"cache_bytes_source\": null,\n");
 	json_number_or_null("cache_bytes_peak_sampled", source ? sampler.cache_peak : -1, 0);
 	json_number_or_null("cache_bytes_final", cache_final, 0);
+	/* vcmalloc's split of its resident bytes at the sample of the RSS peak. */
+	json_number_or_null("vc_resident_at_rss_peak", sampler.at_rss_peak.resident, 0);
+	json_number_or_null("vc_allocated_at_rss_peak", sampler.at_rss_peak.allocated, 0);
+	json_number_or_null("vc_vcpu_layer_at_rss_peak", sampler.at_rss_peak.vcpu_layer, 0);
+	json_number_or_null("vc_central_free_at_rss_peak", sampler.at_rss_peak.central_free, 0);
 	printf("  \"samples\": %llu,\n", (unsigned long long)sampler.samples);
 	printf("  \"allowed_cpus\": %d,\n", allowed_cpus);
 	printf("  \"allowed_cpu_list\": \"%s\",\n", allowed_list);

@@ -97,11 +97,28 @@ int64_t cache_bytes_now(void)
 	return -1;
 }
 
+bool vc_breakdown_now(struct vc_breakdown *out)
+{
+	probe();
+	struct vcmalloc_stats st;
+	*out = (struct vc_breakdown){-1, -1, -1, -1};
+	if (!loaded.vcmalloc_stats || loaded.vcmalloc_stats(&st) != 0)
+		return false;
+	int64_t central = 0;
+	for (uint32_t n = 0; n < st.nodes && n < VCMALLOC_MAX_NODES; n++)
+		central += (int64_t)st.node[n].cached_bytes;
+	*out = (struct vc_breakdown){(int64_t)st.resident_bytes, (int64_t)st.allocated_bytes,
+				     (int64_t)st.vcpu_cache_bytes, central};
+	return true;
+}
+
 static void sample_once(struct sampler *s)
 {
 	int64_t rss = status_bytes("VmRSS");
-	if (rss > s->rss_peak)
+	if (rss > s->rss_peak) {
 		s->rss_peak = rss;
+		vc_breakdown_now(&s->at_rss_peak);
+	}
 	int64_t cache = cache_bytes_now();
 	if (cache > s->cache_peak)
 		s->cache_peak = cache;
@@ -135,6 +152,7 @@ void sampler_start(struct sampler *s, int period_ms)
 	atomic_store(&s->stop, 0);
 	s->rss_peak = -1;
 	s->cache_peak = -1;
+	s->at_rss_peak = (struct vc_breakdown){-1, -1, -1, -1};
 	s->samples = 0;
 	thread_start(&s->thread, sampler_main, s);
 }
