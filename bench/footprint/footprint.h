@@ -128,7 +128,6 @@ const char *cache_bytes_source(void);
 /* Current cache bytes of the loaded allocator, or -1. */
 int64_t cache_bytes_now(void);
 
-/* A thread that samples RSS and cache bytes every period until sampler_stop(). */
 /* vcmalloc's own figures at one moment (vcmalloc_stats), -1 elsewhere: where the
  * resident bytes are, to split the overhead over the live data. */
 struct vc_breakdown {
@@ -138,6 +137,7 @@ struct vc_breakdown {
 	int64_t central_free; /* free bytes in central lists and spans, every node */
 };
 
+/* A thread that samples RSS and cache bytes every period until sampler_stop(). */
 struct sampler {
 	pthread_t thread;
 	int period_ms;
