@@ -739,54 +739,14 @@ static int drain_group(const uint32_t *idx, unsigned n)
 	return (int)k;
 }
 
-/* The populated ids other than `keep` least recently seen in use (last_use), at most
- * `want` and VC_DRAIN_GROUP of them, into ids[] in increasing order (drain_group's
- * lock order). Returns how many. */
-static unsigned least_used(uint32_t keep, uint32_t want, uint32_t ids[VC_DRAIN_GROUP])
-{
-	if (want > VC_DRAIN_GROUP)
-		want = VC_DRAIN_GROUP;
-	uint64_t used[VC_DRAIN_GROUP];
-	unsigned n = 0;
-	uint32_t bound = __atomic_load_n(&populated_bound, __ATOMIC_ACQUIRE);
-	for (uint32_t i = 0; i < bound; i++) {
-		const struct vc_vcpu *v = &vc_g.vcpus[i];
-		if (i == keep || !__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
-			continue;
-		uint64_t u = __atomic_load_n(&v->counters.last_use, __ATOMIC_RELAXED);
-		unsigned at = n; /* where i goes: after the newest kept, or replacing it */
-		if (n == want) {
-			at = 0;
-			for (unsigned k = 1; k < n; k++)
-				if (used[k] > used[at])
-					at = k;
-			if (used[at] <= u)
-				continue;
-		} else {
-			n++;
-		}
-		ids[at] = i;
-		used[at] = u;
-	}
-	/* Increasing ids: a few, insertion sort. */
-	for (unsigned k = 1; k < n; k++)
-		for (unsigned j = k; j > 0 && ids[j - 1] > ids[j]; j--) {
-			uint32_t t = ids[j];
-			ids[j] = ids[j - 1];
-			ids[j - 1] = t;
-		}
-	return n;
-}
-
 /* mm_cid is unique among the threads running and kept below their number, but
  * kernels before 6.19 take a CPU's id back from the process only lazily: a thread
  * that moves to another CPU often gets an id of its own there while its old one
  * stays with the CPU it left. bench/footprint's roam (4 threads walking over the 16
  * vCPUs of a guest on 6.12) populated 15 ids, 13 MiB of caches in 20 MiB of peak
  * RSS. The allocator keeps the bound itself: when a populate makes the populated ids
- * outnumber the live threads, the ids least recently seen in use (last_use) other
- * than the new one are drained, as many as the surplus, up to VC_DRAIN_GROUP with
- * one fence (least_used). A wrong guess costs the thread still running as it a
+ * outnumber the live threads, the id least recently seen in use (last_use) other
+ * than the new one is drained. A wrong guess costs the thread still running as it a
  * refill. vcpu mode only: in cpu mode an id per CPU visited is what the mode is
  * (and what bench/run-footprint compares with). And only with two threads or more
  * (a single thread holds at most a stale id or two; the reclaim tick takes those): a
@@ -806,16 +766,23 @@ static void drain_surplus(uint32_t idx)
 	 * draining already, and the next populate looks again. */
 	if (!vc_lock_try(&reclaim_lock))
 		return;
-	for (;;) {
-		uint32_t populated = __atomic_load_n(&vc_cache_populated_now, __ATOMIC_RELAXED);
-		if (populated <= threads)
+	while (__atomic_load_n(&vc_cache_populated_now, __ATOMIC_RELAXED) > threads) {
+		uint32_t victim = UINT32_MAX;
+		uint64_t oldest = UINT64_MAX;
+		uint32_t bound = __atomic_load_n(&populated_bound, __ATOMIC_ACQUIRE);
+		for (uint32_t i = 0; i < bound; i++) {
+			const struct vc_vcpu *v = &vc_g.vcpus[i];
+			if (i == idx || !__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE))
+				continue;
+			uint64_t used = __atomic_load_n(&v->counters.last_use, __ATOMIC_RELAXED);
+			if (used < oldest) {
+				oldest = used;
+				victim = i;
+			}
+		}
+		if (victim == UINT32_MAX || !drain_group(&victim, 1))
 			break;
-		uint32_t victims[VC_DRAIN_GROUP];
-		unsigned n = least_used(idx, populated - threads, victims);
-		int drained = n ? drain_group(victims, n) : 0;
-		if (drained == 0)
-			break;
-		__atomic_add_fetch(&vc_cache_surplus_drains, (uint64_t)drained, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&vc_cache_surplus_drains, 1, __ATOMIC_RELAXED);
 	}
 	vc_unlock(&reclaim_lock);
 	release_due_regions();
