@@ -342,7 +342,9 @@ extern volatile long vc_rseq_inject_aborts VC_RSEQ_HIDDEN;
  * writing (malloc clears its tag, the caller writes it), as the pop's caller gets
  * its own. Read outside the section, the header and the slot may be stale or of a
  * stack being resized: a prefetch of any value never faults. A slab stack begins
- * past the region's headers, so the slot below `current` is in the region. The
+ * past the region's headers, so the slot below `current` is in the region (below a
+ * header a release has zeroed meanwhile, the word before the region: the allocator
+ * maps its regions inside larger strides, allocator/vcpu_slab.h). The
  * generic slab pop below calls it; x86-64's slab pop has the same two loads and
  * prefetch in its asm (arch/x86_64.h). */
 static inline void vc_rseq_slab_prefetch_next(char *region, uintptr_t stack)
