@@ -115,11 +115,13 @@ bool vc_breakdown_now(struct vc_breakdown *out)
 static void sample_once(struct sampler *s)
 {
 	int64_t rss = status_bytes("VmRSS");
+	/* Under vcmalloc one snapshot gives both the cache bytes and the split. */
+	struct vc_breakdown b;
+	int64_t cache = vc_breakdown_now(&b) ? b.vcpu_layer : cache_bytes_now();
 	if (rss > s->rss_peak) {
 		s->rss_peak = rss;
-		vc_breakdown_now(&s->at_rss_peak);
+		s->at_rss_peak = b;
 	}
-	int64_t cache = cache_bytes_now();
 	if (cache > s->cache_peak)
 		s->cache_peak = cache;
 	s->samples++;
