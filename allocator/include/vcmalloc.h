@@ -52,6 +52,9 @@ struct vcmalloc_stats {
 	uint64_t vcpu_surplus_drains;       /* vCPU caches drained because more ids
 	                                       were populated than threads live (vcpu
 	                                       mode; of vcpu_reclaims) */
+	uint64_t rseq_fences;               /* membarrier fences issued to stop other
+	                                       CPUs' critical sections (drains, moves) */
+	uint64_t rseq_fence_ns;             /* ... and the nanoseconds spent in them */
 	uint32_t nodes;                     /* NUMA nodes in use */
 	struct vcmalloc_node_stats node[VCMALLOC_MAX_NODES];
 };

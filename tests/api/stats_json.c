@@ -31,6 +31,8 @@ static const char *const top_keys[] = {"index",
 				       "rseq_fallbacks",
 				       "vcpu_node_moves",
 				       "vcpu_surplus_drains",
+				       "rseq_fences",
+				       "rseq_fence_ns",
 				       "numa_nodes",
 				       "nodes"};
 static const char *const node_keys[] = {"node", "mapped_bytes", "resident_bytes", "cached_bytes"};
