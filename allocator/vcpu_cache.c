@@ -116,7 +116,7 @@ static unsigned take_free_any_node(unsigned node, unsigned c, uint32_t idx, void
 	return 0;
 }
 
-static void move_to_node(uint32_t idx, unsigned node, bool roam);
+static void move_to_node(struct vc_rseq_abi *rs, uint32_t idx, unsigned node, bool roam);
 static void drain_surplus(uint32_t idx);
 
 /* Populates so far: the clock of last_use (struct vc_vcpu's counters), which orders
@@ -575,7 +575,7 @@ void *vc_cache_alloc_slow(unsigned c)
 		/* This vCPU id now runs on another node: flush its cache (objects go
 		 * home to their node) and start again with local objects; for a roaming
 		 * thread it keeps its objects, which may serve this miss. */
-		move_to_node(idx, node, roam);
+		move_to_node(rs, idx, node, roam);
 		if (vc_cache_pop(c, &p))
 			return p;
 	}
@@ -739,6 +739,26 @@ static int drain_group(const uint32_t *idx, unsigned n)
 	return (int)k;
 }
 
+/* drain_group of the caller's own index (rseq modes): while the thread still runs as
+ * idx, its stacks stop without a fence (vc_slab_stop_own). */
+static int drain_own(struct vc_rseq_abi *rs, uint32_t idx)
+{
+	if (!can_stop_others())
+		return 0; /* a move to another index midway would need the fence */
+	struct vc_vcpu *v = &vc_g.vcpus[idx];
+	vc_lock(&v->lock);
+	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE)) {
+		vc_unlock(&v->lock);
+		return 0;
+	}
+	if (!vc_slab_stop_own(rs, idx)) {
+		vc_slab_stop(idx);
+		vc_slab_fence(&idx, 1);
+	}
+	drain_finish(idx);
+	return 1;
+}
+
 /* mm_cid is unique among the threads running and kept below their number, but
  * kernels before 6.19 take a CPU's id back from the process only lazily: a thread
  * that moves to another CPU often gets an id of its own there while its old one
@@ -795,7 +815,7 @@ static void drain_surplus(uint32_t idx)
  * next operations fault them back in (each release and each first write after it
  * flushes the TLB of every CPU the process ran on). The slot pages touched so far
  * stay resident and stay counted (high_water is kept). */
-static void move_to_node(uint32_t idx, unsigned node, bool roam)
+static void move_to_node(struct vc_rseq_abi *rs, uint32_t idx, unsigned node, bool roam)
 {
 	if (!roam && !can_stop_others())
 		return; /* cannot stop the sections of another CPU: the cache stays as is */
@@ -816,8 +836,12 @@ static void move_to_node(uint32_t idx, unsigned node, bool roam)
 		vc_unlock(&v->lock);
 		return;
 	}
-	vc_slab_stop(idx);
-	vc_slab_fence(&idx, 1);
+	/* The thread runs as idx: it stops its own sections without a fence, unless
+	 * it was moved to another index meanwhile. */
+	if (!vc_slab_stop_own(rs, idx)) {
+		vc_slab_stop(idx);
+		vc_slab_fence(&idx, 1);
+	}
 	drain_move_objects(idx);
 	vc_slab_clear(idx);
 	__atomic_store_n(&v->populated, 0, __ATOMIC_RELEASE);
@@ -942,9 +966,11 @@ int vc_cache_drain_current(void)
 	if (idx >= vc_g.nvcpus)
 		return 0; /* no id in this thread: it uses the central lists directly */
 	/* The thread may run as another id by now: that id's cache is drained like
-	 * any other's, safely against its critical sections (drain_group). */
+	 * any other's, safely against its critical sections (drain_own falls back to
+	 * the fence). */
 	vc_lock(&reclaim_lock);
-	int drained = drain_group(&idx, 1);
+	int drained = vc_g.mode == VCMALLOC_INDEX_FALLBACK ? drain_group(&idx, 1)
+							   : drain_own(vc_rseq_area(), idx);
 	vc_unlock(&reclaim_lock);
 	release_due_regions();
 	return drained;

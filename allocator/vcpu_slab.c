@@ -58,6 +58,42 @@ void vc_slab_fence(const uint32_t *ids, unsigned n)
 	}
 }
 
+/* While a critical section on idx commits, no other thread runs as idx (mm_cid and
+ * cpu_id are unique among running threads), and a section that another thread began
+ * as idx before losing the index was preempted, so it aborts when it resumes: once
+ * the stop word is committed this way, no section that saw the live header can
+ * commit, and none can start. This is the fence's guarantee without the fence (a
+ * membarrier interrupts every CPU running the process; in a 64-vCPU emulated guest
+ * one takes a large fraction of a second). */
+uint64_t vc_slab_own_stops;
+
+bool vc_slab_stop_own(struct vc_rseq_abi *rs, uint32_t idx)
+{
+#if VC_RSEQ_NO_CRITICAL_SECTIONS
+	(void)rs, (void)idx;
+	return false;
+#else
+	const int ix = vc_g.rseq_index;
+	for (unsigned c = 1; c < VC_NUM_CLASSES; c++) {
+		uint64_t *hw = vc_slab_word(idx, c);
+		for (;;) {
+			uint64_t h = __atomic_load_n(hw, __ATOMIC_ACQUIRE);
+			if (vc_rseq_stack_is_stopped(h))
+				break; /* stopped already: nothing live can commit */
+			int r = vc_rseq_cmpeq_store(ix, rs, idx, hw, h, vc_rseq_stack_stop_word(h));
+			if (r == 0)
+				break;
+			/* r > 0: a section changed the header since the load; r < 0:
+			 * aborted (preempted, or the thread runs as another index). */
+			if (r < 0 && vc_rseq_read_index(rs, ix) != idx)
+				return false;
+		}
+	}
+	__atomic_add_fetch(&vc_slab_own_stops, 1, __ATOMIC_RELAXED);
+	return true;
+#endif
+}
+
 /* After the fence, the low 16 bits of each stopped word are the final `current`,
  * and a class's slots begin at its slot_base. */
 void vc_slab_take(uint32_t idx, vc_slab_spill_fn spill)

@@ -101,6 +101,13 @@ bool vc_slab_stop(uint32_t idx) VC_HIDDEN;
 /* After vc_slab_stop of ids[0..n) (their locks held): fence until a fence passes
  * with every header still stopped. Nothing to do in fallback mode. */
 void vc_slab_fence(const uint32_t *ids, unsigned n) VC_HIDDEN;
+/* open/stopped -> stopped without a fence, from a thread running as idx (lock held,
+ * rseq modes): every header is stopped by a critical section on idx. Returns false
+ * when the thread stopped running as idx first; the caller then stops and fences
+ * (vc_slab_stop, vc_slab_fence). */
+bool vc_slab_stop_own(struct vc_rseq_abi *rs, uint32_t idx) VC_HIDDEN;
+/* How many vc_slab_stop_own calls stopped every header (tests read it). */
+extern uint64_t vc_slab_own_stops VC_HIDDEN;
 /* stopped (fenced) -> stopped, empty: each class's objects to spill. */
 void vc_slab_take(uint32_t idx, vc_slab_spill_fn spill) VC_HIDDEN;
 /* stopped, empty -> zero, with the pages given back to the OS. The one lifecycle

@@ -9,9 +9,12 @@
  * SIGUSR1 to random workers every 200 us; eight workers (more than the CPUs)
  * allocate blocks of mixed sizes, fill them with a pattern derived from address and
  * size, check and free them, and swap blocks through a shared table so that many
- * frees are remote. Passes when no block was ever damaged or handed out twice, the
- * injected aborts really happened (the rseq layer counts them), and the allocator's
- * allocated bytes are back where they started.
+ * frees are remote; every 1024 operations a worker drains the cache it runs on
+ * (MallocExtension_MarkThreadIdle), which stops that index's stacks from inside
+ * critical sections of its own (no fence) while threads preempted as that index may
+ * still be inside theirs. Passes when no block was ever damaged or handed out twice,
+ * the injected aborts really happened (the rseq layer counts them), the own-index
+ * stops happened, and the allocator's allocated bytes are back where they started.
  *
  * Usage: inject-stress [operations-per-thread]   (VCMALLOC_INDEX selects the mode)
  */
@@ -26,6 +29,11 @@
 #include <unistd.h>
 
 enum { WORKERS = 8, SLOTS = 256, SHARED = 64 };
+
+/* The allocator's (linked in statically): drain the caller's cache, and how many
+ * drains of an own index stopped its stacks without a fence (vcpu_slab.h). */
+void MallocExtension_MarkThreadIdle(void);
+extern uint64_t vc_slab_own_stops;
 
 static pthread_t workers[WORKERS];
 static _Atomic(void *) shared[SHARED];
@@ -112,6 +120,8 @@ static void *worker_main(void *arg)
 			void *theirs = atomic_exchange(&shared[j], mine[i]);
 			mine[i] = theirs;
 		}
+		if ((op & 1023) == 1023)
+			MallocExtension_MarkThreadIdle();
 	}
 	for (unsigned i = 0; i < SLOTS; i++)
 		if (mine[i])
@@ -174,6 +184,7 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 
 	long aborts_before = vc_rseq_inject_aborts;
+	uint64_t own_before = __atomic_load_n(&vc_slab_own_stops, __ATOMIC_RELAXED);
 	for (uintptr_t t = 0; t < WORKERS; t++)
 		VCT_CHECK(pthread_create(&workers[t], NULL, worker_main, (void *)t) == 0,
 			  "pthread_create failed");
@@ -194,16 +205,20 @@ int main(int argc, char **argv)
 			check_and_free(p);
 	}
 	long aborts = vc_rseq_inject_aborts - aborts_before;
+	uint64_t own = __atomic_load_n(&vc_slab_own_stops, __ATOMIC_RELAXED) - own_before;
 
 	struct vcmalloc_stats after;
 	vcmalloc_stats(&after);
 	printf("inject_stress: mode %s, %d threads x %ld operations, %ld signals, %ld "
-	       "injected aborts, allocated bytes %llu -> %llu\n",
+	       "injected aborts, %llu own-index stops, allocated bytes %llu -> %llu\n",
 	       mode, WORKERS, ops_per_thread, atomic_load(&signals_sent), aborts,
+	       (unsigned long long)own,
 	       (unsigned long long)before.allocated_bytes,
 	       (unsigned long long)after.allocated_bytes);
-	if (before.index != VCMALLOC_INDEX_FALLBACK)
+	if (before.index != VCMALLOC_INDEX_FALLBACK) {
 		VCT_CHECK(aborts > 0, "no critical section was aborted: the injection did not act");
+		VCT_CHECK(own > 0, "no drain stopped its own index's stacks without a fence");
+	}
 	VCT_CHECK(after.allocated_bytes <= before.allocated_bytes + (64u << 10),
 		  "allocated bytes grew from %llu to %llu", (unsigned long long)before.allocated_bytes,
 		  (unsigned long long)after.allocated_bytes);
