@@ -15,6 +15,12 @@ void *vc_os_map_aligned(size_t size, size_t align);
 void vc_os_unmap(void *p, size_t size);
 /* Give pages back to the OS; they read as zero when touched again. */
 void vc_os_release(void *p, size_t size);
+/* Calls of vc_os_unmap and vc_os_release so far, and the nanoseconds spent in them
+ * (monotonic clock). Each takes mappings away, which makes the kernel invalidate
+ * the TLB entries of every CPU the process runs on: cheap on hardware, but costly
+ * where CPUs are emulated (statistics: os_release_calls, os_release_ns). */
+extern uint64_t vc_os_release_calls;
+extern uint64_t vc_os_release_ns;
 /* Never back [p, p + size) with transparent huge pages (where THP is "always", a
  * first touch would otherwise make 2 MiB resident). */
 void vc_os_no_huge_pages(void *p, size_t size);

@@ -55,6 +55,8 @@ struct vcmalloc_stats {
 	uint64_t rseq_fences;               /* membarrier fences issued to stop other
 	                                       CPUs' critical sections (drains, moves) */
 	uint64_t rseq_fence_ns;             /* ... and the nanoseconds spent in them */
+	uint64_t os_release_calls;          /* munmap and MADV_DONTNEED calls */
+	uint64_t os_release_ns;             /* ... and the nanoseconds spent in them */
 	uint32_t nodes;                     /* NUMA nodes in use */
 	struct vcmalloc_node_stats node[VCMALLOC_MAX_NODES];
 };

@@ -33,6 +33,8 @@ static const char *const top_keys[] = {"index",
 				       "vcpu_surplus_drains",
 				       "rseq_fences",
 				       "rseq_fence_ns",
+				       "os_release_calls",
+				       "os_release_ns",
 				       "numa_nodes",
 				       "nodes"};
 static const char *const node_keys[] = {"node", "mapped_bytes", "resident_bytes", "cached_bytes"};
