@@ -475,8 +475,9 @@ static unsigned release_pass(unsigned node, uint64_t min_age_ms, size_t max_page
 	unsigned taken = 0;
 	vc_lock(&ph->lock);
 	uint64_t now = vc_os_now_ms();
+	/* A decay pass (not a lending or quiet-node one) starts the next period. */
 	if (marks_decay)
-		ph->last_decay_ms = now; /* a decay pass, not a lending or quiet-node one */
+		__atomic_store_n(&ph->last_decay_ms, now, __ATOMIC_RELAXED);
 	size_t pages = 0;
 	for (unsigned l = 0; l < VC_FREE_LISTS && taken < VC_DECAY_BATCH && pages < max_pages; l++) {
 		struct vc_span *sp = ph->free[l];
@@ -548,6 +549,59 @@ static bool node_is_quiet(const struct vc_pageheap *ph, uint64_t now)
  * kept restarting: a program that freed 100 MiB after a burst and went on with a
  * light load (a slow path now and then) got 32 spans back per second, and held 99
  * MiB seven seconds later. */
+/* The cost of timed releases. Each release takes mappings away, and the kernel makes
+ * every CPU running the process drop its TLB entries: microseconds on hardware, but
+ * 0.1-1 s in a 64-vCPU emulated guest with its threads busy (tests/vm/README.md,
+ * vm-os-call-cost), where the timed passes made 10 940 release calls in api
+ * crowd_exit (the host: about 200; with this budget 691, and the test took 680 s
+ * there instead of 843-898). So the timed
+ * passes (decay, quiet nodes, lending, and the maintenance thread's rounds) spend at
+ * most 1/VC_RELEASE_SHARE of the elapsed time in release calls: the measured time of
+ * every release (vc_os_release_ns, whoever made it) is a debt that elapsed time pays
+ * off at that rate, and a timed pass starts only while nothing is owed; the credit
+ * saved while nothing is released is capped at VC_RELEASE_CREDIT_NS. On hardware the
+ * bound is far away (a 4 KiB release costs about 10 us on the development host:
+ * 3000 releases a second fit). Releases on request (malloc_trim,
+ * vcmalloc_release_free_memory, a crowd of threads gone, out of memory) are never
+ * deferred. Lock-free, so nothing needs repair in a fork child. */
+#define VC_RELEASE_SHARE 32
+#define VC_RELEASE_CREDIT_NS (100ull * 1000 * 1000)
+static int64_t release_debt_ns;  /* owed (> 0) or saved (< 0) release time */
+static uint64_t release_seen_ns; /* vc_os_release_ns already counted in the debt */
+static uint64_t release_paid_ms; /* time up to which elapsed time has paid it off */
+
+static bool timed_release_affordable(uint64_t now)
+{
+	/* One thread a millisecond brings the debt up to date (slow paths call this
+	 * often; the others only read). */
+	uint64_t paid = __atomic_load_n(&release_paid_ms, __ATOMIC_RELAXED);
+	if (now > paid && __atomic_compare_exchange_n(&release_paid_ms, &paid, now, false,
+						      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		uint64_t spent = __atomic_load_n(&vc_os_release_ns, __ATOMIC_RELAXED);
+		uint64_t seen = __atomic_exchange_n(&release_seen_ns, spent, __ATOMIC_RELAXED);
+		uint64_t elapsed = now - paid < (1ull << 32) ? now - paid : 1ull << 32;
+		int64_t change = (int64_t)(spent > seen ? spent - seen : 0) -
+				 (int64_t)(elapsed * (1000000 / VC_RELEASE_SHARE));
+		int64_t debt = __atomic_add_fetch(&release_debt_ns, change, __ATOMIC_RELAXED);
+		if (debt < -(int64_t)VC_RELEASE_CREDIT_NS)
+			__atomic_compare_exchange_n(&release_debt_ns, &debt,
+						    -(int64_t)VC_RELEASE_CREDIT_NS, false,
+						    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
+	return __atomic_load_n(&release_debt_ns, __ATOMIC_RELAXED) <= 0;
+}
+
+/* The slow paths of many threads find a pass due at the same moment: the one that
+ * moves *stamp from its due value to now does it, the others go on, so that a node
+ * gets one timed pass per period as the rules above mean, not one per thread. */
+static bool claim_pass(uint64_t *stamp, uint64_t now, uint64_t period)
+{
+	uint64_t last = __atomic_load_n(stamp, __ATOMIC_RELAXED);
+	return now - last >= period && now >= last &&
+	       __atomic_compare_exchange_n(stamp, &last, now, false, __ATOMIC_RELAXED,
+					   __ATOMIC_RELAXED);
+}
+
 void vc_pageheap_maybe_decay(uint64_t now, bool every_batch)
 {
 	for (unsigned n = 0; n < vc_g.nnodes; n++) {
@@ -555,11 +609,15 @@ void vc_pageheap_maybe_decay(uint64_t now, bool every_batch)
 		if (__atomic_load_n(&ph->free_bytes, __ATOMIC_RELAXED) <=
 		    __atomic_load_n(&ph->released_bytes, __ATOMIC_RELAXED))
 			continue;
-		if (every_batch ||
-		    now - __atomic_load_n(&ph->last_decay_ms, __ATOMIC_RELAXED) >= vc_g.opt.decay_ms)
-			while (decay_pass(n, false) == VC_DECAY_BATCH && every_batch)
+		if (!timed_release_affordable(now))
+			return;
+		if (every_batch)
+			while (decay_pass(n, false) == VC_DECAY_BATCH)
 				;
-		else if (node_is_quiet(ph, now))
+		else if (claim_pass(&ph->last_decay_ms, now, vc_g.opt.decay_ms))
+			decay_pass(n, false);
+		else if (node_is_quiet(ph, now) &&
+			 claim_pass(&ph->last_quiet_ms, now, vc_g.opt.decay_ms / 32))
 			while (release_pass(n, vc_g.opt.decay_ms / 32, SIZE_MAX, false) ==
 			       VC_DECAY_BATCH)
 				;
@@ -569,7 +627,8 @@ void vc_pageheap_maybe_decay(uint64_t now, bool every_batch)
 void vc_pageheap_maintain(uint64_t now, bool every_batch)
 {
 	for (unsigned n = 0; n < vc_g.nnodes && vc_g.nnodes > 1; n++)
-		if (__atomic_load_n(&lend_wanted[n], __ATOMIC_RELAXED))
+		if (__atomic_load_n(&lend_wanted[n], __ATOMIC_RELAXED) &&
+		    timed_release_affordable(now))
 			release_for_other_node(n, __atomic_exchange_n(&lend_wanted[n], 0,
 								      __ATOMIC_RELAXED));
 	vc_pageheap_maybe_decay(now, every_batch);

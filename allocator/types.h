@@ -256,7 +256,8 @@ struct vc_pageheap {
 	uint64_t mapped_bytes;
 	uint64_t released_bytes;   /* of FREE spans, not resident */
 	uint64_t free_bytes;       /* in FREE spans */
-	uint64_t last_decay_ms;
+	uint64_t last_decay_ms;    /* last timed decay pass, claimed by compare-and-swap */
+	uint64_t last_quiet_ms;    /* last quiet-node pass, claimed the same way */
 	uint64_t last_use_ms;      /* last span taken or given back (relaxed reads) */
 	/* Where each central lane's next SMALL span goes (pageheap.c): the page after
 	 * the lane's last one; seg NULL when unknown. Never points into a segment

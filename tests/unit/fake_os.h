@@ -35,6 +35,7 @@ struct fake_os_call {
 
 struct fake_os {
 	uint64_t now_ms;   /* vc_os_now_ms() */
+	uint64_t release_cost_ns; /* what each unmap or release adds to vc_os_release_ns */
 	unsigned nodes;    /* vc_os_numa_nodes(), 0 reads as 1 */
 	unsigned fail_maps; /* the next n vc_os_map_aligned calls fail */
 	unsigned fail_resizes; /* the next n vc_os_resize_in_place calls fail */

@@ -14,7 +14,10 @@
  *   quiet node on 2 nodes, a node whose heap took or gave back no span for decay/32
  *              has its free pages released then; a busy node keeps the decay time;
  *   deferred   neither alloc nor free makes a system call, even with pages to lend
- *              and a decay overdue: vc_pageheap_maintain does that work.
+ *              and a decay overdue: vc_pageheap_maintain does that work;
+ *   budget     timed releases spend at most 1/32 of the elapsed time in release
+ *              calls: after a release that cost 2 s, an overdue span waits until
+ *              about 64 s have paid for it; a forced decay does not wait.
  */
 #include "fake_os.h"
 #include "internal.h"
@@ -297,6 +300,41 @@ static void case_deferred(void)
 	vc_pageheap_free(keep);
 }
 
+static void case_budget(void)
+{
+	/* Late on the clock, after the other cases: whatever they left of the budget's
+	 * state (vc_os_release_ns did not grow in them) is paid off by now. */
+	fresh_heap(1, 1000000);
+	struct vc_span *a = large(0, 16), *b = large(0, 8), *keep = large(0, 2);
+	if (!a || !b || !keep)
+		return;
+	fake_os.release_cost_ns = 2000000000ull; /* 2 s per release */
+	vc_pageheap_free(a);
+	fake_os.now_ms += DECAY_MS;
+	size_t mark = fake_os.ncalls;
+	vc_pageheap_maintain(fake_os.now_ms, true);
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= 16 * VC_PAGE_SIZE,
+		   "the first overdue span was released: %zu bytes", fake_os_bytes(FAKE_RELEASE, mark));
+	vc_pageheap_free(b);
+	fake_os.now_ms += DECAY_MS + 30000; /* overdue, but 2 s are owed for 31 s */
+	mark = fake_os.ncalls;
+	vc_pageheap_maintain(fake_os.now_ms, true);
+	vc_pageheap_maintain(fake_os.now_ms, false);
+	VCT_EXPECT(fake_os.ncalls == mark, "%zu calls while 2 s of releases were owed",
+		   fake_os.ncalls - mark);
+	fake_os.now_ms += 40000; /* 71 s since the costly release: paid */
+	vc_pageheap_maintain(fake_os.now_ms, true);
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= 8 * VC_PAGE_SIZE,
+		   "released %zu bytes once the debt was paid", fake_os_bytes(FAKE_RELEASE, mark));
+	/* Now owed again: a forced decay releases all the same. */
+	vc_pageheap_free(keep);
+	mark = fake_os.ncalls;
+	vc_pageheap_decay(0, true);
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= 2 * VC_PAGE_SIZE,
+		   "a forced decay in debt released %zu bytes", fake_os_bytes(FAKE_RELEASE, mark));
+	fake_os.release_cost_ns = 0;
+}
+
 int main(void)
 {
 	vc_g.secret = 0x1234567;
@@ -308,6 +346,7 @@ int main(void)
 	case_lending();
 	case_deferred();
 	case_quiet_node();
-	printf("pageheap_unit: tiling, decay, extend, lending, deferred, quiet node\n");
+	case_budget();
+	printf("pageheap_unit: tiling, decay, extend, lending, deferred, quiet node, budget\n");
 	return vct_exit();
 }
