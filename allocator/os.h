@@ -21,6 +21,8 @@ void vc_os_release(void *p, size_t size);
  * where CPUs are emulated (statistics: os_release_calls, os_release_ns). */
 extern uint64_t vc_os_release_calls;
 extern uint64_t vc_os_release_ns;
+/* The monotonic clock in nanoseconds (what the counters above add up). */
+uint64_t vc_os_now_ns(void);
 /* Never back [p, p + size) with transparent huge pages (where THP is "always", a
  * first touch would otherwise make 2 MiB resident). */
 void vc_os_no_huge_pages(void *p, size_t size);

@@ -54,7 +54,7 @@ void *vc_os_map_aligned(size_t size, size_t align)
 uint64_t vc_os_release_calls;
 uint64_t vc_os_release_ns;
 
-static uint64_t now_ns(void)
+uint64_t vc_os_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -64,13 +64,13 @@ static uint64_t now_ns(void)
 static void count_release(uint64_t start)
 {
 	__atomic_add_fetch(&vc_os_release_calls, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&vc_os_release_ns, now_ns() - start, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&vc_os_release_ns, vc_os_now_ns() - start, __ATOMIC_RELAXED);
 }
 
 void vc_os_unmap(void *p, size_t size)
 {
 	int saved = errno;
-	uint64_t start = now_ns();
+	uint64_t start = vc_os_now_ns();
 	munmap(p, size);
 	count_release(start);
 	errno = saved;
@@ -79,7 +79,7 @@ void vc_os_unmap(void *p, size_t size)
 void vc_os_release(void *p, size_t size)
 {
 	int saved = errno;
-	uint64_t start = now_ns();
+	uint64_t start = vc_os_now_ns();
 	madvise(p, size, MADV_DONTNEED);
 	count_release(start);
 	errno = saved;

@@ -59,8 +59,8 @@ static void fill(struct vcmalloc_stats *st)
 	st->rseq_fallbacks = __atomic_load_n(&vc_cache_fallback_ops, __ATOMIC_RELAXED);
 	st->vcpu_node_moves = __atomic_load_n(&vc_cache_node_moves, __ATOMIC_RELAXED);
 	st->vcpu_surplus_drains = __atomic_load_n(&vc_cache_surplus_drains, __ATOMIC_RELAXED);
-	st->rseq_fences = __atomic_load_n(&vc_rseq_fences, __ATOMIC_RELAXED);
-	st->rseq_fence_ns = __atomic_load_n(&vc_rseq_fence_ns, __ATOMIC_RELAXED);
+	st->rseq_fences = __atomic_load_n(&vc_slab_fences, __ATOMIC_RELAXED);
+	st->rseq_fence_ns = __atomic_load_n(&vc_slab_fence_ns, __ATOMIC_RELAXED);
 	st->os_release_calls = __atomic_load_n(&vc_os_release_calls, __ATOMIC_RELAXED);
 	st->os_release_ns = __atomic_load_n(&vc_os_release_ns, __ATOMIC_RELAXED);
 	st->nodes = vc_g.nnodes;

@@ -44,12 +44,18 @@ bool vc_slab_stop(uint32_t idx)
 /* A single-object commit landing between the stop and the fence makes its header
  * live again (rseq.h): stop those again and fence again, until a fence passes with
  * every header still stopped. */
+uint64_t vc_slab_fences;
+uint64_t vc_slab_fence_ns;
+
 void vc_slab_fence(const uint32_t *ids, unsigned n)
 {
 	if (vc_g.mode == VCMALLOC_INDEX_FALLBACK)
 		return;
 	for (;;) {
+		uint64_t start = vc_os_now_ns();
 		vc_rseq_fence();
+		__atomic_add_fetch(&vc_slab_fences, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&vc_slab_fence_ns, vc_os_now_ns() - start, __ATOMIC_RELAXED);
 		bool again = false;
 		for (unsigned i = 0; i < n; i++)
 			again |= vc_slab_stop(ids[i]);

@@ -101,6 +101,10 @@ bool vc_slab_stop(uint32_t idx) VC_HIDDEN;
 /* After vc_slab_stop of ids[0..n) (their locks held): fence until a fence passes
  * with every header still stopped. Nothing to do in fallback mode. */
 void vc_slab_fence(const uint32_t *ids, unsigned n) VC_HIDDEN;
+/* Fences made so far and the nanoseconds spent in them (statistics rseq_fences,
+ * rseq_fence_ns): a fence waits for every CPU running the process. */
+extern uint64_t vc_slab_fences VC_HIDDEN;
+extern uint64_t vc_slab_fence_ns VC_HIDDEN;
 /* open/stopped -> stopped without a fence, from a thread running as idx (lock held,
  * rseq modes): every header is stopped by a critical section on idx. Returns false
  * when the thread stopped running as idx first; the caller then stops and fences

@@ -5,31 +5,17 @@
 
 #include <errno.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
-
-uint64_t vc_rseq_fences;
-uint64_t vc_rseq_fence_ns;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int vc_rseq_fence(void)
 {
 	if (!vc_rseq_info_.fence)
 		return -1;
 	int saved = errno;
-	uint64_t start = now_ns();
 	long r;
 	do
 		r = syscall(SYS_membarrier, 1 << 7 /* PRIVATE_EXPEDITED_RSEQ */, 0, 0);
 	while (r != 0 && errno == EINTR);
-	__atomic_add_fetch(&vc_rseq_fences, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&vc_rseq_fence_ns, now_ns() - start, __ATOMIC_RELAXED);
 	errno = saved;
 	return r == 0 ? 0 : -1;
 }

@@ -134,10 +134,6 @@ int vc_rseq_current_mm_cid(void) VC_RSEQ_HIDDEN;
  * completed. Returns 0, or -1 when the kernel lacks membarrier rseq (info.fence is
  * false): callers must then not modify another index's data. */
 int vc_rseq_fence(void) VC_RSEQ_HIDDEN;
-/* Fences issued so far and the time spent in them (monotonic clock): a fence waits
- * for every CPU running the process, which under emulation can take milliseconds. */
-extern uint64_t vc_rseq_fences VC_RSEQ_HIDDEN;
-extern uint64_t vc_rseq_fence_ns VC_RSEQ_HIDDEN;
 /* In a fork child: renew the fence registration for the new memory space. */
 void vc_rseq_fence_after_fork(void) VC_RSEQ_HIDDEN;
 
