@@ -41,12 +41,12 @@ bool vc_slab_stop(uint32_t idx)
 	return stopped_now;
 }
 
-/* A single-object commit landing between the stop and the fence makes its header
- * live again (rseq.h): stop those again and fence again, until a fence passes with
- * every header still stopped. */
 uint64_t vc_slab_fences;
 uint64_t vc_slab_fence_ns;
 
+/* A single-object commit landing between the stop and the fence makes its header
+ * live again (rseq.h): stop those again and fence again, until a fence passes with
+ * every header still stopped. */
 void vc_slab_fence(const uint32_t *ids, unsigned n)
 {
 	if (vc_g.mode == VCMALLOC_INDEX_FALLBACK)
