@@ -542,13 +542,6 @@ static bool node_is_quiet(const struct vc_pageheap *ph, uint64_t now)
 	       now - __atomic_load_n(&ph->last_use_ms, __ATOMIC_RELAXED) >= vc_g.opt.decay_ms / 32;
 }
 
-/* A slow path releases one batch per node and decay time (last_decay_ms), so that
- * no allocation waits for more than a batch of system calls; the maintenance thread
- * (every_batch) releases every aged span at each of its rounds, whatever the slow
- * paths did. It used to wait for the decay time too, which the slow paths' passes
- * kept restarting: a program that freed 100 MiB after a burst and went on with a
- * light load (a slow path now and then) got 32 spans back per second, and held 99
- * MiB seven seconds later. */
 /* The cost of timed releases. Each release takes mappings away, and the kernel makes
  * every CPU running the process drop its TLB entries: microseconds on hardware, but
  * 0.1-1 s in a 64-vCPU emulated guest with its threads busy (tests/vm/README.md,
@@ -602,6 +595,13 @@ static bool claim_pass(uint64_t *stamp, uint64_t now, uint64_t period)
 					   __ATOMIC_RELAXED);
 }
 
+/* A slow path releases one batch per node and decay time (last_decay_ms), so that
+ * no allocation waits for more than a batch of system calls; the maintenance thread
+ * (every_batch) releases every aged span at each of its rounds, whatever the slow
+ * paths did. It used to wait for the decay time too, which the slow paths' passes
+ * kept restarting: a program that freed 100 MiB after a burst and went on with a
+ * light load (a slow path now and then) got 32 spans back per second, and held 99
+ * MiB seven seconds later. */
 void vc_pageheap_maybe_decay(uint64_t now, bool every_batch)
 {
 	for (unsigned n = 0; n < vc_g.nnodes; n++) {

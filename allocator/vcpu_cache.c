@@ -662,9 +662,8 @@ void vc_cache_free_slow(unsigned c, void *p, unsigned node)
  * every CPU running the process: one per group, not one per vCPU). */
 #define VC_DRAIN_GROUP 16
 
-/* Phase 1: lock idx and stop it. Returns false (lock released) when idx is not
- * populated; otherwise the lock stays held. */
-static bool drain_stop(uint32_t idx)
+/* Lock idx if it is populated: false (lock released) when it is not. */
+static bool lock_if_populated(uint32_t idx)
 {
 	struct vc_vcpu *v = &vc_g.vcpus[idx];
 	vc_lock(&v->lock);
@@ -672,6 +671,15 @@ static bool drain_stop(uint32_t idx)
 		vc_unlock(&v->lock);
 		return false;
 	}
+	return true;
+}
+
+/* Phase 1: lock idx and stop it. Returns false (lock released) when idx is not
+ * populated; otherwise the lock stays held. */
+static bool drain_stop(uint32_t idx)
+{
+	if (!lock_if_populated(idx))
+		return false;
 	vc_slab_stop(idx);
 	return true;
 }
@@ -745,16 +753,9 @@ static int drain_own(struct vc_rseq_abi *rs, uint32_t idx)
 {
 	if (!can_stop_others())
 		return 0; /* a move to another index midway would need the fence */
-	struct vc_vcpu *v = &vc_g.vcpus[idx];
-	vc_lock(&v->lock);
-	if (!__atomic_load_n(&v->populated, __ATOMIC_ACQUIRE)) {
-		vc_unlock(&v->lock);
+	if (!lock_if_populated(idx))
 		return 0;
-	}
-	if (!vc_slab_stop_own(rs, idx)) {
-		vc_slab_stop(idx);
-		vc_slab_fence(&idx, 1);
-	}
+	vc_slab_stop_own(rs, idx);
 	drain_finish(idx);
 	return 1;
 }
@@ -836,12 +837,7 @@ static void move_to_node(struct vc_rseq_abi *rs, uint32_t idx, unsigned node, bo
 		vc_unlock(&v->lock);
 		return;
 	}
-	/* The thread runs as idx: it stops its own sections without a fence, unless
-	 * it was moved to another index meanwhile. */
-	if (!vc_slab_stop_own(rs, idx)) {
-		vc_slab_stop(idx);
-		vc_slab_fence(&idx, 1);
-	}
+	vc_slab_stop_own(rs, idx); /* the thread runs as idx */
 	drain_move_objects(idx);
 	vc_slab_clear(idx);
 	__atomic_store_n(&v->populated, 0, __ATOMIC_RELEASE);

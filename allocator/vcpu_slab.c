@@ -70,10 +70,9 @@ void vc_slab_fence(const uint32_t *ids, unsigned n)
  * the stop word is committed this way, no section that saw the live header can
  * commit, and none can start. This is the fence's guarantee without the fence (a
  * membarrier interrupts every CPU running the process; in a 64-vCPU emulated guest
- * one takes a large fraction of a second). */
-uint64_t vc_slab_own_stops;
-
-bool vc_slab_stop_own(struct vc_rseq_abi *rs, uint32_t idx)
+ * one takes a large fraction of a second). Returns false when the thread stopped
+ * running as idx first. */
+static bool stop_from_own_sections(struct vc_rseq_abi *rs, uint32_t idx)
 {
 #if VC_RSEQ_NO_CRITICAL_SECTIONS
 	(void)rs, (void)idx;
@@ -95,9 +94,22 @@ bool vc_slab_stop_own(struct vc_rseq_abi *rs, uint32_t idx)
 				return false;
 		}
 	}
-	__atomic_add_fetch(&vc_slab_own_stops, 1, __ATOMIC_RELAXED);
 	return true;
 #endif
+}
+
+uint64_t vc_slab_own_stops;
+
+void vc_slab_stop_own(struct vc_rseq_abi *rs, uint32_t idx)
+{
+	if (stop_from_own_sections(rs, idx)) {
+		__atomic_add_fetch(&vc_slab_own_stops, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	/* Moved to another index midway: the stops so far hold; stop the rest and
+	 * fence as for any other index. */
+	vc_slab_stop(idx);
+	vc_slab_fence(&idx, 1);
 }
 
 /* After the fence, the low 16 bits of each stopped word are the final `current`,

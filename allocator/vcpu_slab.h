@@ -105,12 +105,12 @@ void vc_slab_fence(const uint32_t *ids, unsigned n) VC_HIDDEN;
  * rseq_fence_ns): a fence waits for every CPU running the process. */
 extern uint64_t vc_slab_fences VC_HIDDEN;
 extern uint64_t vc_slab_fence_ns VC_HIDDEN;
-/* open/stopped -> stopped without a fence, from a thread running as idx (lock held,
- * rseq modes): every header is stopped by a critical section on idx. Returns false
- * when the thread stopped running as idx first; the caller then stops and fences
- * (vc_slab_stop, vc_slab_fence). */
-bool vc_slab_stop_own(struct vc_rseq_abi *rs, uint32_t idx) VC_HIDDEN;
-/* How many vc_slab_stop_own calls stopped every header (tests read it). */
+/* open -> stopped (as vc_slab_stop then vc_slab_fence), from a thread running as idx
+ * (lock held, rseq modes): every header is stopped by a critical section on idx, with
+ * no fence; only when the thread stops running as idx midway does it stop the rest
+ * and fence. */
+void vc_slab_stop_own(struct vc_rseq_abi *rs, uint32_t idx) VC_HIDDEN;
+/* How many vc_slab_stop_own calls needed no fence (tests read it). */
 extern uint64_t vc_slab_own_stops VC_HIDDEN;
 /* stopped (fenced) -> stopped, empty: each class's objects to spill. */
 void vc_slab_take(uint32_t idx, vc_slab_spill_fn spill) VC_HIDDEN;
