@@ -288,6 +288,9 @@ void vc_pageheap_maybe_decay(uint64_t now, bool every_batch) VC_HIDDEN;
 void vc_pageheap_maintain(uint64_t now, bool every_batch) VC_HIDDEN;
 /* Some node holds free pages that are still resident (read without the locks). */
 bool vc_pageheap_holds_resident_free(void) VC_HIDDEN;
+/* Bytes the page heap's release calls gave back that spans later faulted in again
+ * (statistic os_refault_bytes; the release budget charges them). */
+extern uint64_t vc_pageheap_refault_bytes VC_HIDDEN;
 
 /* ---- central.c: per (node, class) transfer arrays and span lists ---- */
 extern struct vc_central *vc_central_nodes[VC_MAX_NODES] VC_HIDDEN;

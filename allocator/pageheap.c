@@ -30,6 +30,11 @@ struct vc_pageheap vc_pageheaps[VC_MAX_NODES];
  * release as many of their idle free pages (release_for_other_node). */
 static uint64_t lend_wanted[VC_MAX_NODES];
 
+/* The release budget's record (timed_release_affordable), all nodes together: the
+ * time the page heap's release calls took and the bytes they gave back; and of those
+ * bytes, the ones spans taken since faulted in again (statistic os_refault_bytes). */
+static uint64_t release_ns_sum, release_bytes_sum;
+uint64_t vc_pageheap_refault_bytes;
 
 static unsigned list_of(size_t npages)
 {
@@ -86,7 +91,7 @@ static void clear_entries(struct vc_segment *s, unsigned first, unsigned n)
 /* Make the descriptor for pages [first, first+n) of s, as a FREE span: the page map
  * only (the entries: clear_entries). */
 static struct vc_span *make_free_span(struct vc_segment *s, unsigned first, unsigned n,
-				      uint32_t released)
+				      uint32_t released, uint32_t returned)
 {
 	struct vc_span *sp = &s->spans[first];
 	sp->first_page = (uint16_t)first;
@@ -95,6 +100,7 @@ static struct vc_span *make_free_span(struct vc_segment *s, unsigned first, unsi
 	sp->sizeclass = 0;
 	sp->node = s->node;
 	sp->released_pages = released;
+	sp->returned_pages = returned;
 	sp->free_list = NULL;
 	sp->free_since_ms = vc_os_now_ms();
 	set_pagemap_only(s, sp);
@@ -106,6 +112,7 @@ static void insert_free(struct vc_pageheap *ph, struct vc_span *sp)
 	vc_span_list_push(&ph->free[list_of(sp->npages)], sp);
 	ph->free_bytes += (uint64_t)sp->npages << VC_PAGE_SHIFT;
 	ph->released_bytes += (uint64_t)sp->released_pages << VC_PAGE_SHIFT;
+	ph->returned_bytes += (uint64_t)sp->returned_pages << VC_PAGE_SHIFT;
 }
 
 static void remove_free(struct vc_pageheap *ph, struct vc_span *sp)
@@ -113,6 +120,7 @@ static void remove_free(struct vc_pageheap *ph, struct vc_span *sp)
 	vc_span_list_remove(&ph->free[list_of(sp->npages)], sp);
 	ph->free_bytes -= (uint64_t)sp->npages << VC_PAGE_SHIFT;
 	ph->released_bytes -= (uint64_t)sp->released_pages << VC_PAGE_SHIFT;
+	ph->returned_bytes -= (uint64_t)sp->returned_pages << VC_PAGE_SHIFT;
 }
 
 static struct vc_span *find_fit(struct vc_pageheap *ph, size_t npages)
@@ -159,29 +167,36 @@ static bool grow(struct vc_pageheap *ph, unsigned node)
 	/* Fresh pages are not resident: count them as released until used. */
 	unsigned n = (unsigned)VC_PAGES_PER_SEGMENT - first;
 	clear_entries(s, first, n);
-	insert_free(ph, make_free_span(s, first, n, n));
+	insert_free(ph, make_free_span(s, first, n, n, 0));
 	return true;
 }
 
 /* Take pages [first, first+npages) out of the FREE span f (which holds them): the
- * pages before and after stay FREE, each with its share of f's released pages (not
- * tracked by position; the taken pages count as resident). Returns the taken
+ * pages before and after stay FREE, each with its share of f's released and returned
+ * pages (not tracked by position; the taken pages count as resident, and what they
+ * had of returned pages is added to vc_pageheap_refault_bytes). Returns the taken
  * span's descriptor, not yet published. Page-heap lock held. */
 static struct vc_span *take_pages(struct vc_pageheap *ph, struct vc_span *f, unsigned first,
 				  unsigned npages)
 {
 	struct vc_segment *s = vc_segment_of(f);
 	const unsigned f_first = f->first_page, f_n = f->npages, end = first + npages;
-	const uint64_t released = f->released_pages;
+	const uint64_t released = f->released_pages, returned = f->returned_pages;
+	const uint64_t returned_before = ph->returned_bytes;
 	remove_free(ph, f);
 	if (first > f_first) {
 		unsigned n = first - f_first;
-		insert_free(ph, make_free_span(s, f_first, n, (uint32_t)(released * n / f_n)));
+		insert_free(ph, make_free_span(s, f_first, n, (uint32_t)(released * n / f_n),
+					       (uint32_t)(returned * n / f_n)));
 	}
 	if (f_first + f_n > end) {
 		unsigned n = f_first + f_n - end;
-		insert_free(ph, make_free_span(s, end, n, (uint32_t)(released * n / f_n)));
+		insert_free(ph, make_free_span(s, end, n, (uint32_t)(released * n / f_n),
+					       (uint32_t)(returned * n / f_n)));
 	}
+	const uint64_t refault = returned_before - ph->returned_bytes;
+	if (refault)
+		__atomic_add_fetch(&vc_pageheap_refault_bytes, refault, __ATOMIC_RELAXED);
 	struct vc_span *sp = &s->spans[first];
 	sp->first_page = (uint16_t)first;
 	sp->npages = (uint16_t)npages;
@@ -384,7 +399,8 @@ bool vc_pageheap_extend(struct vc_span *sp, size_t npages)
 }
 
 /* Pages [first, first+n) of s become one FREE span, merged with FREE neighbours, with
- * `released` of its pages not resident. Returns s when the segment is now entirely
+ * `released` of its pages not resident, `returned` of those given back by a release
+ * call. Returns s when the segment is now entirely
  * free and released and must be unmapped by the caller after unlocking (it has been
  * unlinked); NULL otherwise. Page-heap lock held.
  *
@@ -393,7 +409,8 @@ bool vc_pageheap_extend(struct vc_span *sp, size_t npages)
  * large blocks (a string grown by realloc, say) fault every page of a fresh mapping
  * in again, 38% of its time. */
 static struct vc_segment *put_free_locked(struct vc_pageheap *ph, struct vc_segment *s,
-					  unsigned first, unsigned n, uint32_t released)
+					  unsigned first, unsigned n, uint32_t released,
+					  uint32_t returned)
 {
 	clear_entries(s, first, n);
 	if (first > VC_SEGMENT_HEADER_PAGES) {
@@ -403,6 +420,7 @@ static struct vc_segment *put_free_locked(struct vc_pageheap *ph, struct vc_segm
 			first = prev->first_page;
 			n += prev->npages;
 			released += prev->released_pages;
+			returned += prev->returned_pages;
 		}
 	}
 	if (first + n < VC_PAGES_PER_SEGMENT) {
@@ -411,9 +429,10 @@ static struct vc_segment *put_free_locked(struct vc_pageheap *ph, struct vc_segm
 			remove_free(ph, next);
 			n += next->npages;
 			released += next->released_pages;
+			returned += next->returned_pages;
 		}
 	}
-	struct vc_span *merged = make_free_span(s, first, n, released);
+	struct vc_span *merged = make_free_span(s, first, n, released, returned);
 	if (vc_config_assert_level >= 2) {
 		/* Expensive: the segment's spans tile its usable pages exactly. */
 		unsigned pg = (unsigned)VC_SEGMENT_HEADER_PAGES;
@@ -454,7 +473,7 @@ void vc_pageheap_free(struct vc_span *sp)
 	sp->sizeclass = 0;
 	/* sp's pages are resident: its segment cannot be wholly released, so nothing
 	 * is unmapped here (decay_pass unmaps). */
-	struct vc_segment *unmap = put_free_locked(ph, s, sp->first_page, sp->npages, 0);
+	struct vc_segment *unmap = put_free_locked(ph, s, sp->first_page, sp->npages, 0, 0);
 	VC_ASSERT_ALWAYS(unmap == NULL);
 	vc_unlock(&ph->lock);
 }
@@ -497,8 +516,15 @@ static unsigned release_pass(unsigned node, uint64_t min_age_ms, size_t max_page
 	vc_unlock(&ph->lock);
 	if (taken == 0)
 		return 0;
+	/* The calls' time, for the release budget (other threads' releases meanwhile
+	 * count too: the estimate errs on the side of cost). */
+	const uint64_t spent_before = __atomic_load_n(&vc_os_release_ns, __ATOMIC_RELAXED);
 	for (unsigned i = 0; i < taken; i++)
 		vc_os_release(vc_span_start(batch[i]), (size_t)batch[i]->npages << VC_PAGE_SHIFT);
+	__atomic_add_fetch(&release_ns_sum,
+			   __atomic_load_n(&vc_os_release_ns, __ATOMIC_RELAXED) - spent_before,
+			   __ATOMIC_RELAXED);
+	__atomic_add_fetch(&release_bytes_sum, (uint64_t)pages << VC_PAGE_SHIFT, __ATOMIC_RELAXED);
 	struct vc_segment *unmap[VC_DECAY_BATCH];
 	unsigned nunmap = 0;
 	vc_lock(&ph->lock);
@@ -507,7 +533,10 @@ static unsigned release_pass(unsigned node, uint64_t min_age_ms, size_t max_page
 		struct vc_segment *s = vc_segment_of(sp);
 		s->decaying_pages = (uint16_t)(s->decaying_pages - sp->npages);
 		sp->state = VC_SPAN_FREE;
-		struct vc_segment *u = put_free_locked(ph, s, sp->first_page, sp->npages, sp->npages);
+		/* Its pages resident until now were given back by this call. */
+		const uint32_t returned = sp->returned_pages + sp->npages - sp->released_pages;
+		struct vc_segment *u =
+		    put_free_locked(ph, s, sp->first_page, sp->npages, sp->npages, returned);
 		if (u)
 			unmap[nunmap++] = u;
 	}
@@ -545,23 +574,31 @@ static bool node_is_quiet(const struct vc_pageheap *ph, uint64_t now)
 /* The cost of timed releases. Each release takes mappings away, and the kernel makes
  * every CPU running the process drop its TLB entries: microseconds on hardware, but
  * 0.1-1 s in a 64-vCPU emulated guest with its threads busy (tests/vm/README.md,
- * vm-os-call-cost), where the timed passes made 10 940 release calls in api
- * crowd_exit (the host: about 200; with this budget 691, and the test took 680 s
- * there instead of 843-898). So the timed
- * passes (decay, quiet nodes, lending, and the maintenance thread's rounds) spend at
- * most 1/VC_RELEASE_SHARE of the elapsed time in release calls: the measured time of
- * every release (vc_os_release_ns, whoever made it) is a debt that elapsed time pays
- * off at that rate, and a timed pass starts only while nothing is owed; the credit
- * saved while nothing is released is capped at VC_RELEASE_CREDIT_NS. On hardware the
- * bound is far away (a 4 KiB release costs about 10 us on the development host:
- * 3000 releases a second fit). Releases on request (malloc_trim,
- * vcmalloc_release_free_memory, a crowd of threads gone, out of memory) are never
- * deferred. Lock-free, so nothing needs repair in a fork child. */
+ * vm-os-call-cost). A release is wasted when the pages come back into use soon after:
+ * in api crowd_exit there, crowds of threads that take the same pages again and
+ * again, the timed passes made 10 940 release calls (the host: about 200) and the
+ * test took 843-898 s. So a release is paid for when its pages are faulted in again:
+ * each byte a take finds returned by a release call (returned_pages, so an estimate)
+ * costs what a byte's release cost lately (the calls' time per byte since the last
+ * update that saw some), a debt that elapsed
+ * time pays off at 1/VC_RELEASE_SHARE, and the timed passes (decay, quiet nodes,
+ * lending, the maintenance thread's rounds) start only while nothing is owed; the
+ * credit saved is capped at VC_RELEASE_CREDIT_NS. There crowd_exit made 691 calls and
+ * took 680 s with the debt charged at every release instead. Releases that stay
+ * released cost nothing: a process that goes on with a light load after a burst
+ * gets its memory back as fast as the calls go (stress light_release: 507 calls on
+ * the development host, each 10-150 ms in that guest; charged at every call, it held
+ * its burst past the test's 30 s there). On hardware the bound is far away (a 4 KiB
+ * release costs about 10 us on the development host). Releases on request
+ * (malloc_trim, vcmalloc_release_free_memory, a crowd of threads gone, out of
+ * memory) are never deferred. Lock-free, so nothing needs repair in a fork child. */
 #define VC_RELEASE_SHARE 32
 #define VC_RELEASE_CREDIT_NS (100ull * 1000 * 1000)
-static int64_t release_debt_ns;  /* owed (> 0) or saved (< 0) release time */
-static uint64_t release_seen_ns; /* vc_os_release_ns already counted in the debt */
-static uint64_t release_paid_ms; /* time up to which elapsed time has paid it off */
+static int64_t release_debt_ns;     /* owed (> 0) or saved (< 0) release time */
+static uint64_t release_paid_ms;    /* time up to which elapsed time has paid it off */
+/* The updater's own (one at a time, see below): the sums it has seen, and the cost
+ * per MiB of the releases between the last two updates that saw some. */
+static uint64_t refault_seen, release_ns_seen, release_bytes_seen, release_ns_per_mib;
 
 static bool timed_release_affordable(uint64_t now)
 {
@@ -570,11 +607,24 @@ static bool timed_release_affordable(uint64_t now)
 	uint64_t paid = __atomic_load_n(&release_paid_ms, __ATOMIC_RELAXED);
 	if (now > paid && __atomic_compare_exchange_n(&release_paid_ms, &paid, now, false,
 						      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-		uint64_t spent = __atomic_load_n(&vc_os_release_ns, __ATOMIC_RELAXED);
-		uint64_t seen = __atomic_exchange_n(&release_seen_ns, spent, __ATOMIC_RELAXED);
+		uint64_t ns = __atomic_load_n(&release_ns_sum, __ATOMIC_RELAXED);
+		uint64_t bytes = __atomic_load_n(&release_bytes_sum, __ATOMIC_RELAXED);
+		if (bytes > release_bytes_seen) {
+			release_ns_per_mib = (uint64_t)(((unsigned __int128)(ns - release_ns_seen) << 20) /
+							(bytes - release_bytes_seen));
+			release_ns_seen = ns;
+			release_bytes_seen = bytes;
+		}
+		uint64_t refault = __atomic_load_n(&vc_pageheap_refault_bytes, __ATOMIC_RELAXED);
+		unsigned __int128 charge = 0;
+		if (refault > refault_seen)
+			charge = ((unsigned __int128)(refault - refault_seen) * release_ns_per_mib) >> 20;
+		refault_seen = refault;
+		if (charge > (1ull << 62))
+			charge = 1ull << 62;
 		uint64_t elapsed = now - paid < (1ull << 32) ? now - paid : 1ull << 32;
-		int64_t change = (int64_t)(spent > seen ? spent - seen : 0) -
-				 (int64_t)(elapsed * (1000000 / VC_RELEASE_SHARE));
+		int64_t change =
+		    (int64_t)(uint64_t)charge - (int64_t)(elapsed * (1000000 / VC_RELEASE_SHARE));
 		int64_t debt = __atomic_add_fetch(&release_debt_ns, change, __ATOMIC_RELAXED);
 		if (debt < -(int64_t)VC_RELEASE_CREDIT_NS)
 			__atomic_compare_exchange_n(&release_debt_ns, &debt,

@@ -63,6 +63,7 @@ static void fill(struct vcmalloc_stats *st)
 	st->rseq_fence_ns = __atomic_load_n(&vc_slab_fence_ns, __ATOMIC_RELAXED);
 	st->os_release_calls = __atomic_load_n(&vc_os_release_calls, __ATOMIC_RELAXED);
 	st->os_release_ns = __atomic_load_n(&vc_os_release_ns, __ATOMIC_RELAXED);
+	st->os_refault_bytes = __atomic_load_n(&vc_pageheap_refault_bytes, __ATOMIC_RELAXED);
 	st->nodes = vc_g.nnodes;
 	uint64_t mapped = 0, resident = 0, small_out = 0;
 	for (unsigned n = 0; n < vc_g.nnodes && n < VCMALLOC_MAX_NODES; n++) {
@@ -208,6 +209,7 @@ int vcmalloc_stats_json(int fd)
 	put_u64(&o, "rseq_fence_ns", st.rseq_fence_ns, true);
 	put_u64(&o, "os_release_calls", st.os_release_calls, true);
 	put_u64(&o, "os_release_ns", st.os_release_ns, true);
+	put_u64(&o, "os_refault_bytes", st.os_refault_bytes, true);
 	put_u64(&o, "numa_nodes", st.nodes, false);
 	put(&o, ", \"nodes\": [");
 	for (unsigned n = 0; n < st.nodes; n++) {

@@ -120,8 +120,12 @@ struct vc_span {
 	uint8_t in_list;       /* on a central or page-heap list */
 	uint64_t tag_key;      /* secret ^ generation, new on every (re)use of the span:
 				  stale tags never match */
-	/* SMALL: under the central lock of (node, class). */
-	uint32_t capacity;
+	/* SMALL: capacity, carved, allocated under the central lock of (node, class). */
+	union {
+		uint32_t capacity;
+		uint32_t returned_pages; /* FREE: of released_pages, those a release call
+					    gave back (the others were never used) */
+	};
 	uint32_t carved;
 	uint32_t allocated;
 	union {
@@ -255,6 +259,7 @@ struct vc_pageheap {
 	struct vc_segment *segments;
 	uint64_t mapped_bytes;
 	uint64_t released_bytes;   /* of FREE spans, not resident */
+	uint64_t returned_bytes;   /* of released_bytes, those of release calls */
 	uint64_t free_bytes;       /* in FREE spans */
 	uint64_t last_decay_ms;    /* last timed decay pass, claimed by compare-and-swap */
 	uint64_t last_quiet_ms;    /* last quiet-node pass, claimed the same way */

@@ -57,6 +57,8 @@ struct vcmalloc_stats {
 	uint64_t rseq_fence_ns;             /* ... and the nanoseconds spent in them */
 	uint64_t os_release_calls;          /* munmap and MADV_DONTNEED calls */
 	uint64_t os_release_ns;             /* ... and the nanoseconds spent in them */
+	uint64_t os_refault_bytes;          /* bytes the page heap had given back to the
+	                                       OS and later spans faulted in again */
 	uint32_t nodes;                     /* NUMA nodes in use */
 	struct vcmalloc_node_stats node[VCMALLOC_MAX_NODES];
 };

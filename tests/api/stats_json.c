@@ -35,6 +35,7 @@ static const char *const top_keys[] = {"index",
 				       "rseq_fence_ns",
 				       "os_release_calls",
 				       "os_release_ns",
+				       "os_refault_bytes",
 				       "numa_nodes",
 				       "nodes"};
 static const char *const node_keys[] = {"node", "mapped_bytes", "resident_bytes", "cached_bytes"};

@@ -303,7 +303,7 @@ static void case_deferred(void)
 static void case_budget(void)
 {
 	/* Late on the clock, after the other cases: whatever they left of the budget's
-	 * state (vc_os_release_ns did not grow in them) is paid off by now. */
+	 * state is paid off by now. */
 	fresh_heap(1, 1000000);
 	struct vc_span *a = large(0, 16), *b = large(0, 8), *keep = large(0, 2);
 	if (!a || !b || !keep)
@@ -315,22 +315,44 @@ static void case_budget(void)
 	vc_pageheap_maintain(fake_os.now_ms, true);
 	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= 16 * VC_PAGE_SIZE,
 		   "the first overdue span was released: %zu bytes", fake_os_bytes(FAKE_RELEASE, mark));
+	/* Releases whose pages nobody took back cost nothing: the next overdue span goes
+	 * at once, 2 s of calls or not. */
 	vc_pageheap_free(b);
-	fake_os.now_ms += DECAY_MS + 30000; /* overdue, but 2 s are owed for 31 s */
+	fake_os.now_ms += DECAY_MS;
+	mark = fake_os.ncalls;
+	vc_pageheap_maintain(fake_os.now_ms, true);
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= 8 * VC_PAGE_SIZE,
+		   "a release with nothing faulted in again was deferred: %zu bytes released",
+		   fake_os_bytes(FAKE_RELEASE, mark));
+	/* a's and b's pages, merged, taken again: 24 returned pages faulted in, charged
+	 * at what the latest release cost per byte (b's: 2 s for 8 pages), 6 s. */
+	struct vc_span *c = large(0, 24);
+	if (!c)
+		return;
+	VCT_EXPECT(c == a, "the 24 released pages were taken again (span at page %u, a at %u)",
+		   c->first_page, a->first_page);
+	vc_pageheap_free(c);
+	fake_os.now_ms += DECAY_MS + 30000; /* overdue, but 6 s are owed for 31 s */
 	mark = fake_os.ncalls;
 	vc_pageheap_maintain(fake_os.now_ms, true);
 	vc_pageheap_maintain(fake_os.now_ms, false);
-	VCT_EXPECT(fake_os.ncalls == mark, "%zu calls while 2 s of releases were owed",
+	VCT_EXPECT(fake_os.ncalls == mark, "%zu calls while 6 s of faulted-in releases were owed",
 		   fake_os.ncalls - mark);
-	fake_os.now_ms += 40000; /* 71 s since the costly release: paid */
+	fake_os.now_ms += 170000; /* 201 s since the take: 6.3 s paid off */
 	vc_pageheap_maintain(fake_os.now_ms, true);
-	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= 8 * VC_PAGE_SIZE,
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= 24 * VC_PAGE_SIZE,
 		   "released %zu bytes once the debt was paid", fake_os_bytes(FAKE_RELEASE, mark));
-	/* Now owed again: a forced decay releases all the same. */
+	/* Owed again after a second take; a forced decay releases all the same. */
+	c = large(0, 24);
+	if (!c)
+		return;
+	vc_pageheap_free(c);
 	vc_pageheap_free(keep);
 	mark = fake_os.ncalls;
+	vc_pageheap_maintain(fake_os.now_ms, true);
+	VCT_EXPECT(fake_os.ncalls == mark, "%zu timed calls in debt", fake_os.ncalls - mark);
 	vc_pageheap_decay(0, true);
-	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= 2 * VC_PAGE_SIZE,
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= 26 * VC_PAGE_SIZE,
 		   "a forced decay in debt released %zu bytes", fake_os_bytes(FAKE_RELEASE, mark));
 	fake_os.release_cost_ns = 0;
 }
