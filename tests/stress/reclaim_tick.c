@@ -5,7 +5,11 @@
  * A vCPU cache is drained at the third scan that finds it unchanged since the
  * first: after two idle half periods. VCMALLOC_RECLAIM_MS is an hour, and the test
  * moves the allocator's clock itself (vc_test_hooks.clock_offset_ms), so no tick
- * comes unless the test makes it due.
+ * comes unless the test makes it due. VCMALLOC_BACKGROUND=0: the maintenance thread
+ * (a round every half decay time) would take a tick the test made due before the
+ * thread meant to find it (in a 64-vCPU emulated guest the steps below take longer
+ * than that: L never reached its hold point and the test hung until its alarm; on
+ * the host, a 1.2 s sleep after advance_clock did the same).
  *   1. The main thread fills its cache, then scans once (vcmalloc_reclaim(0)): the
  *      cache's state is recorded.
  *   2. The clock moves on by a half period: the tick is due. Thread L enters the
