@@ -574,21 +574,23 @@ static bool node_is_quiet(const struct vc_pageheap *ph, uint64_t now)
 /* The cost of timed releases. Each release takes mappings away, and the kernel makes
  * every CPU running the process drop its TLB entries: microseconds on hardware, but
  * 0.1-1 s in a 64-vCPU emulated guest with its threads busy (tests/vm/README.md,
- * vm-os-call-cost). A release is wasted when the pages come back into use soon after:
- * in api crowd_exit there, crowds of threads that take the same pages again and
- * again, the timed passes made 10 940 release calls (the host: about 200) and the
- * test took 843-898 s. So a release is paid for when its pages are faulted in again:
- * each byte a take finds returned by a release call (returned_pages, so an estimate)
- * costs what a byte's release cost lately (the calls' time per byte since the last
- * update that saw some), a debt that elapsed
- * time pays off at 1/VC_RELEASE_SHARE, and the timed passes (decay, quiet nodes,
+ * vm-os-call-cost). A release is wasted when its pages come back into use soon
+ * after: in api crowd_exit there, crowds of threads that take the same pages again
+ * and again, the timed passes made 10 940 release calls (the host: about 200) and
+ * the test took 843-898 s. So a release is paid for when its pages are faulted in
+ * again, while that is what most releases come to: each byte a take finds returned
+ * by a release call (returned_pages, so an estimate) costs what a byte's release
+ * cost lately (the calls' time per byte since the last update that saw some), as
+ * long as the bytes faulted in again lately are more than half of those released
+ * lately (both halved every VC_RELEASE_WINDOW_MS). That is a debt that elapsed time
+ * pays off at 1/VC_RELEASE_SHARE, and the timed passes (decay, quiet nodes,
  * lending, the maintenance thread's rounds) start only while nothing is owed; the
- * credit saved is capped at VC_RELEASE_CREDIT_NS. There crowd_exit made 691 calls and
- * took 680 s with the debt charged at every release instead. Releases that stay
- * released cost nothing: a process that goes on with a light load after a burst
- * gets its memory back as fast as the calls go (stress light_release: 507 calls on
- * the development host, each 10-150 ms in that guest; charged at every call, it held
- * its burst past the test's 30 s there). On hardware the bound is far away (a 4 KiB
+ * credit saved is capped at VC_RELEASE_CREDIT_NS. crowd_exit with it: 660 calls, 540 s.
+ * Releases that mostly stay released cost nothing: a process that goes on with a
+ * light load after a burst gets its memory back as fast as the calls go. Charged at
+ * every call, or at every byte faulted in again, stress light_release (507 calls on
+ * the development host; each 10-150 ms in that guest, with 4 NUMA nodes) held its
+ * burst past the test's 30 s there. On hardware the bound is far away (a 4 KiB
  * release costs about 10 us on the development host). Releases on request
  * (malloc_trim, vcmalloc_release_free_memory, a crowd of threads gone, out of
  * memory) are never deferred. Lock-free, so nothing needs repair in a fork child. */
@@ -596,9 +598,12 @@ static bool node_is_quiet(const struct vc_pageheap *ph, uint64_t now)
 #define VC_RELEASE_CREDIT_NS (100ull * 1000 * 1000)
 static int64_t release_debt_ns;     /* owed (> 0) or saved (< 0) release time */
 static uint64_t release_paid_ms;    /* time up to which elapsed time has paid it off */
-/* The updater's own (one at a time, see below): the sums it has seen, and the cost
- * per MiB of the releases between the last two updates that saw some. */
+/* The updater's own (one at a time, see below): the sums it has seen; the cost per
+ * MiB of the releases between the last two updates that saw some; the bytes
+ * released and faulted in again lately (halved every VC_RELEASE_WINDOW_MS). */
+#define VC_RELEASE_WINDOW_MS 10000
 static uint64_t refault_seen, release_ns_seen, release_bytes_seen, release_ns_per_mib;
+static uint64_t recent_released, recent_refaulted, recent_since_ms;
 
 static bool timed_release_affordable(uint64_t now)
 {
@@ -607,18 +612,30 @@ static bool timed_release_affordable(uint64_t now)
 	uint64_t paid = __atomic_load_n(&release_paid_ms, __ATOMIC_RELAXED);
 	if (now > paid && __atomic_compare_exchange_n(&release_paid_ms, &paid, now, false,
 						      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		uint64_t halvings = (now - recent_since_ms) / VC_RELEASE_WINDOW_MS;
+		if (halvings > 0) {
+			recent_released = halvings < 64 ? recent_released >> halvings : 0;
+			recent_refaulted = halvings < 64 ? recent_refaulted >> halvings : 0;
+			recent_since_ms = now;
+		}
 		uint64_t ns = __atomic_load_n(&release_ns_sum, __ATOMIC_RELAXED);
 		uint64_t bytes = __atomic_load_n(&release_bytes_sum, __ATOMIC_RELAXED);
 		if (bytes > release_bytes_seen) {
 			release_ns_per_mib = (uint64_t)(((unsigned __int128)(ns - release_ns_seen) << 20) /
 							(bytes - release_bytes_seen));
+			recent_released += bytes - release_bytes_seen;
 			release_ns_seen = ns;
 			release_bytes_seen = bytes;
 		}
 		uint64_t refault = __atomic_load_n(&vc_pageheap_refault_bytes, __ATOMIC_RELAXED);
 		unsigned __int128 charge = 0;
-		if (refault > refault_seen)
-			charge = ((unsigned __int128)(refault - refault_seen) * release_ns_per_mib) >> 20;
+		if (refault > refault_seen) {
+			recent_refaulted += refault - refault_seen;
+			/* Waste only while most of what was released lately came back. */
+			if (recent_refaulted * 2 > recent_released)
+				charge = ((unsigned __int128)(refault - refault_seen) *
+					  release_ns_per_mib) >> 20;
+		}
 		refault_seen = refault;
 		if (charge > (1ull << 62))
 			charge = 1ull << 62;

@@ -354,6 +354,34 @@ static void case_budget(void)
 	vc_pageheap_decay(0, true);
 	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= 26 * VC_PAGE_SIZE,
 		   "a forced decay in debt released %zu bytes", fake_os_bytes(FAKE_RELEASE, mark));
+	/* Debt paid, the recent record forgotten. 128 pages released; then a quarter of
+	 * the heap's pages taken back, which holds some of them (the share of a free
+	 * span's returned pages a take gets is proportional): less than half of what was
+	 * released lately came back, so it costs nothing, and the next overdue span is
+	 * released at once (a program going on with a light load after a burst). */
+	fake_os.now_ms += 400000;
+	struct vc_span *d = large(0, 64), *e = large(0, 64);
+	if (!d || !e)
+		return;
+	vc_pageheap_free(d);
+	vc_pageheap_free(e);
+	fake_os.now_ms += DECAY_MS;
+	mark = fake_os.ncalls;
+	vc_pageheap_maintain(fake_os.now_ms, true);
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= 128 * VC_PAGE_SIZE, "released %zu bytes",
+		   fake_os_bytes(FAKE_RELEASE, mark));
+	struct vc_span *f = large(0, VC_PAGES_PER_SEGMENT / 4);
+	if (!f)
+		return;
+	fake_os.now_ms += 1;
+	vc_pageheap_maintain(fake_os.now_ms, false); /* the budget sees the take */
+	vc_pageheap_free(f);
+	fake_os.now_ms += DECAY_MS;
+	mark = fake_os.ncalls;
+	vc_pageheap_maintain(fake_os.now_ms, true);
+	VCT_EXPECT(fake_os_bytes(FAKE_RELEASE, mark) >= (VC_PAGES_PER_SEGMENT / 4) * VC_PAGE_SIZE,
+		   "a take of a small share of the released pages held back the next release "
+		   "(%zu bytes released)", fake_os_bytes(FAKE_RELEASE, mark));
 	fake_os.release_cost_ns = 0;
 }
 
