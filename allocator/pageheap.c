@@ -400,9 +400,9 @@ bool vc_pageheap_extend(struct vc_span *sp, size_t npages)
 
 /* Pages [first, first+n) of s become one FREE span, merged with FREE neighbours, with
  * `released` of its pages not resident, `returned` of those given back by a release
- * call. Returns s when the segment is now entirely
- * free and released and must be unmapped by the caller after unlocking (it has been
- * unlinked); NULL otherwise. Page-heap lock held.
+ * call. Returns s when the segment is now entirely free and released and must be
+ * unmapped by the caller after unlocking (it has been unlinked); NULL otherwise.
+ * Page-heap lock held.
  *
  * A segment that becomes free with resident pages stays mapped until the decay has
  * released them: unmapping it at once made a program that frees and reallocates
