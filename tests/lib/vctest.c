@@ -102,6 +102,25 @@ void vct_stats(struct vcmalloc_stats *out)
 	VCT_CHECK(vc->stats(out) == 0, "vcmalloc_stats failed");
 }
 
+void vct_print_memory_stats(void)
+{
+	struct vcmalloc_stats st;
+	vct_stats(&st);
+	printf("vcmalloc: resident %llu KiB, vCPU caches %llu KiB (%u populated), %llu release "
+	       "calls (%llu ms), %llu KiB faulted in again, %llu drains\n",
+	       (unsigned long long)st.resident_bytes >> 10,
+	       (unsigned long long)st.vcpu_cache_bytes >> 10, st.vcpu_caches_populated,
+	       (unsigned long long)st.os_release_calls,
+	       (unsigned long long)st.os_release_ns / 1000000,
+	       (unsigned long long)st.os_refault_bytes >> 10,
+	       (unsigned long long)st.vcpu_reclaims);
+	for (unsigned n = 0; n < st.nodes && n < VCMALLOC_MAX_NODES; n++)
+		printf("  node %u: mapped %llu KiB, resident %llu KiB, cached %llu KiB\n", n,
+		       (unsigned long long)st.node[n].mapped_bytes >> 10,
+		       (unsigned long long)st.node[n].resident_bytes >> 10,
+		       (unsigned long long)st.node[n].cached_bytes >> 10);
+}
+
 /* Prove that malloc, free and the statistics all belong to vcmalloc: the object that
  * defines malloc is libvcmalloc, and a 1 MiB block shows up in allocated_bytes. */
 static void check_malloc_is_vcmalloc(void)

@@ -102,6 +102,9 @@ bool vct_under_vcmalloc(void);
 
 /* vcmalloc_stats() into *out; the test fails when vcmalloc is absent. */
 void vct_stats(struct vcmalloc_stats *out);
+/* One line of vcmalloc's memory statistics and one per node, on stdout: where the
+ * memory is, for a test about giving it back that fails. */
+void vct_print_memory_stats(void);
 
 /* Stop the optimiser from reasoning about a pointer or a size (so that deliberate
  * misuse and impossible sizes reach the allocator as written). */

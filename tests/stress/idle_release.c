@@ -123,6 +123,7 @@ int main(int argc, char **argv)
 			rss = vct_rss_kib_syscalls();
 		}
 		printf("idle: %ld KiB after %d ms without allocator calls\n", rss, waited);
+		vct_print_memory_stats();
 		VCT_CHECK(rss <= before + 6 * 1024,
 			  "RSS %ld KiB did not fall to within 6 MiB of %ld KiB in 30 s", rss,
 			  before);

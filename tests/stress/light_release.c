@@ -103,22 +103,7 @@ int main(void)
 		rss = vct_rss_kib_syscalls();
 	}
 	printf("light load: %ld KiB after %d ms\n", rss, waited);
-	/* Where the memory is, for a run that fails. */
-	struct vcmalloc_stats st;
-	vct_stats(&st);
-	printf("vcmalloc: resident %llu KiB, vCPU caches %llu KiB (%u populated), %llu release "
-	       "calls (%llu ms), %llu KiB faulted in again, %llu drains\n",
-	       (unsigned long long)st.resident_bytes >> 10,
-	       (unsigned long long)st.vcpu_cache_bytes >> 10, st.vcpu_caches_populated,
-	       (unsigned long long)st.os_release_calls,
-	       (unsigned long long)st.os_release_ns / 1000000,
-	       (unsigned long long)st.os_refault_bytes >> 10,
-	       (unsigned long long)st.vcpu_reclaims);
-	for (unsigned n = 0; n < st.nodes && n < VCMALLOC_MAX_NODES; n++)
-		printf("  node %u: mapped %llu KiB, resident %llu KiB, cached %llu KiB\n", n,
-		       (unsigned long long)st.node[n].mapped_bytes >> 10,
-		       (unsigned long long)st.node[n].resident_bytes >> 10,
-		       (unsigned long long)st.node[n].cached_bytes >> 10);
+	vct_print_memory_stats();
 	atomic_store(&stop, 1);
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
