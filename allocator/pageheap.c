@@ -112,7 +112,6 @@ static void insert_free(struct vc_pageheap *ph, struct vc_span *sp)
 	vc_span_list_push(&ph->free[list_of(sp->npages)], sp);
 	ph->free_bytes += (uint64_t)sp->npages << VC_PAGE_SHIFT;
 	ph->released_bytes += (uint64_t)sp->released_pages << VC_PAGE_SHIFT;
-	ph->returned_bytes += (uint64_t)sp->returned_pages << VC_PAGE_SHIFT;
 }
 
 static void remove_free(struct vc_pageheap *ph, struct vc_span *sp)
@@ -120,7 +119,6 @@ static void remove_free(struct vc_pageheap *ph, struct vc_span *sp)
 	vc_span_list_remove(&ph->free[list_of(sp->npages)], sp);
 	ph->free_bytes -= (uint64_t)sp->npages << VC_PAGE_SHIFT;
 	ph->released_bytes -= (uint64_t)sp->released_pages << VC_PAGE_SHIFT;
-	ph->returned_bytes -= (uint64_t)sp->returned_pages << VC_PAGE_SHIFT;
 }
 
 static struct vc_span *find_fit(struct vc_pageheap *ph, size_t npages)
@@ -182,21 +180,23 @@ static struct vc_span *take_pages(struct vc_pageheap *ph, struct vc_span *f, uns
 	struct vc_segment *s = vc_segment_of(f);
 	const unsigned f_first = f->first_page, f_n = f->npages, end = first + npages;
 	const uint64_t released = f->released_pages, returned = f->returned_pages;
-	const uint64_t returned_before = ph->returned_bytes;
+	uint64_t returned_taken = returned; /* less what the pages left FREE keep */
 	remove_free(ph, f);
 	if (first > f_first) {
 		unsigned n = first - f_first;
 		insert_free(ph, make_free_span(s, f_first, n, (uint32_t)(released * n / f_n),
 					       (uint32_t)(returned * n / f_n)));
+		returned_taken -= returned * n / f_n;
 	}
 	if (f_first + f_n > end) {
 		unsigned n = f_first + f_n - end;
 		insert_free(ph, make_free_span(s, end, n, (uint32_t)(released * n / f_n),
 					       (uint32_t)(returned * n / f_n)));
+		returned_taken -= returned * n / f_n;
 	}
-	const uint64_t refault = returned_before - ph->returned_bytes;
-	if (refault)
-		__atomic_add_fetch(&vc_pageheap_refault_bytes, refault, __ATOMIC_RELAXED);
+	if (returned_taken)
+		__atomic_add_fetch(&vc_pageheap_refault_bytes, returned_taken << VC_PAGE_SHIFT,
+				   __ATOMIC_RELAXED);
 	struct vc_span *sp = &s->spans[first];
 	sp->first_page = (uint16_t)first;
 	sp->npages = (uint16_t)npages;
@@ -586,18 +586,18 @@ static bool node_is_quiet(const struct vc_pageheap *ph, uint64_t now)
  * pays off at 1/VC_RELEASE_SHARE, and the timed passes (decay, quiet nodes,
  * lending, the maintenance thread's rounds) start only while nothing is owed; the
  * credit saved is capped at VC_RELEASE_CREDIT_NS. crowd_exit with it: 660 calls,
- * 540 s. Forgiving the debt after 10 s with nothing faulted in again (so that what
- * a burst owed could not hold an idle process's memory: at 1/32, 1 s owed holds it
+ * 540 s. Releases that mostly stay released cost nothing: a process that goes on
+ * with a light load after a burst gets its memory back as fast as the calls go.
+ * Charged at every call, or at every byte faulted in again, stress light_release
+ * (507 calls on the development host; each 10-150 ms in that guest, with 4 NUMA
+ * nodes) held its burst past the test's 30 s there. A debt is not forgiven after a
+ * quiet while: forgiving it after 10 s with nothing faulted in again (so that what a
+ * burst owed could not hold an idle process's memory: at 1/32, 1 s owed holds it
  * 32 s) let crowd_exit's releases run again there (4831 calls, 693 s): gaps that long
- * come between its rounds.
- * Releases that mostly stay released cost nothing: a process that goes on with a
- * light load after a burst gets its memory back as fast as the calls go. Charged at
- * every call, or at every byte faulted in again, stress light_release (507 calls on
- * the development host; each 10-150 ms in that guest, with 4 NUMA nodes) held its
- * burst past the test's 30 s there. On hardware the bound is far away (a 4 KiB
- * release costs about 10 us on the development host). Releases on request
- * (malloc_trim, vcmalloc_release_free_memory, a crowd of threads gone, out of
- * memory) are never deferred. Lock-free, so nothing needs repair in a fork child. */
+ * come between its rounds. On hardware the bound is far away (a 4 KiB release costs
+ * about 10 us on the development host). Releases on request (malloc_trim,
+ * vcmalloc_release_free_memory, a crowd of threads gone, out of memory) are never
+ * deferred. Lock-free, so nothing needs repair in a fork child. */
 #define VC_RELEASE_SHARE 32
 #define VC_RELEASE_CREDIT_NS (100ull * 1000 * 1000)
 static int64_t release_debt_ns;     /* owed (> 0) or saved (< 0) release time */

@@ -259,7 +259,6 @@ struct vc_pageheap {
 	struct vc_segment *segments;
 	uint64_t mapped_bytes;
 	uint64_t released_bytes;   /* of FREE spans, not resident */
-	uint64_t returned_bytes;   /* of released_bytes, those of release calls */
 	uint64_t free_bytes;       /* in FREE spans */
 	uint64_t last_decay_ms;    /* last timed decay pass, claimed by compare-and-swap */
 	uint64_t last_quiet_ms;    /* last quiet-node pass, claimed the same way */
