@@ -82,9 +82,13 @@ static void check_accounts(unsigned node, unsigned c, const char *where)
 		   (unsigned long long)ce->span_out, held[node][c], ce->transfer_count);
 }
 
+/* n objects of class c, in as many removes as it takes: a remove carves at most an
+ * OS page's worth of new objects (central.c's carve_limit). */
 static unsigned take(unsigned node, unsigned c, unsigned lane, void **out, unsigned n)
 {
-	unsigned got = vc_central_remove(node, c, lane, out, n);
+	unsigned got = 0, k;
+	while (got < n && (k = vc_central_remove(node, c, lane, out + got, n - got)) > 0)
+		got += k;
 	VCT_EXPECT(got == n, "took %u of %u objects of class %u", got, n, c);
 	held[node][c] += got;
 	for (unsigned i = 0; i < got; i++)
@@ -205,6 +209,41 @@ static void case_carve(void)
 				   fake_os.calls[i].p, fake_os.calls[i].size);
 	give(cls, rest, more);
 	give(cls, out, n);
+}
+
+/* A remove carves at most what one OS page holds (at least one object), after the
+ * objects that came back: a class at a new high does not carve, and touch, half a
+ * cache's capacity of objects nobody may ask for (central.c's carve_limit). */
+static void case_carve_limit(void)
+{
+	static void *a[MAX_HELD], *b[MAX_HELD];
+	const unsigned sizes[] = {16, 4096, 32768};
+	for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		const unsigned c = vc_class_of(sizes[i]);
+		const uint32_t size = vc_classes[c].size;
+		const unsigned page = VC_OS_PAGE / size ? VC_OS_PAGE / size : 1;
+		const unsigned ask = page + 40 < MAX_HELD ? page + 40 : MAX_HELD;
+		unsigned got = vc_central_remove(0, c, 0, a, ask);
+		VCT_EXPECT(got == page, "class of %u B, nothing free: a remove of %u carved %u "
+			   "(want %u)", size, ask, got, page);
+		held[0][c] += got;
+		for (unsigned k = 0; k < got; k++)
+			((uint64_t *)a[k])[1] = 0;
+		/* Some back: a remove takes them all, then carves a page's worth again. */
+		const unsigned back = got < 3 ? got : 3;
+		give(c, a, back);
+		unsigned again = vc_central_remove(0, c, 0, b, ask);
+		VCT_EXPECT(again == back + page, "class of %u B, %u free: a remove of %u took %u "
+			   "(want %u)", size, back, ask, again, back + page);
+		held[0][c] += again;
+		for (unsigned k = 0; k < again; k++)
+			((uint64_t *)b[k])[1] = 0;
+		check_accounts(0, c, "carve limit");
+		give(c, b, again);
+		give(c, a + back, got - back);
+		vc_central_flush();
+		check_accounts(0, c, "carve limit: all back");
+	}
 }
 
 static void case_transfer(void)
@@ -520,6 +559,7 @@ int main(void)
 	vc_central_init();
 	cls = vc_class_of(64);
 	case_carve();
+	case_carve_limit();
 	case_transfer();
 	case_lanes();
 	case_tag();
@@ -527,7 +567,7 @@ int main(void)
 	case_no_release();
 	case_nodes();
 	case_lanes_remote(); /* last: it turns the remote path on */
-	printf("central_unit: carve, transfer, lanes, tag, idle, no release, nodes, "
+	printf("central_unit: carve, carve limit, transfer, lanes, tag, idle, no release, nodes, "
 	       "lanes with a remote path\n");
 	return vct_exit();
 }
