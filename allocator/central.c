@@ -178,19 +178,27 @@ static struct vc_span *recycled_span(struct vc_central *ce, unsigned c, unsigned
 	return NULL;
 }
 
-/* Objects carved by one take, at most: what one OS page holds, at least one. A
- * take asks for what the cache may keep (half its capacity, vcpu_cache.c's
- * move_count), and objects that had been handed out and came back are taken
- * first; carving means the class has reached a new high, and the carved objects
- * are touched (their free tags) whether or not the program ever asks for them.
- * With whole moves carved, each class's spans held up to half a cache's capacity
- * above the class's own highest count of live objects: a wide mix of sizes
- * (bench/footprint's `few --threads 1`, whose classes' highs sum to 4.1 MiB) had
- * 1.0 MiB more carved than those highs; its peak RSS fell from 7.7 to 7.0 MiB with
- * this limit. A miss at a new high comes back for more sooner instead. */
-static unsigned carve_limit(uint32_t size)
+/* Objects carved by one take, at most: what one OS page holds (at least one),
+ * doubled for each take in a row that carved with no object coming back to the
+ * class in between (ce->carve_streak), up to VC_CARVE_STREAK_MAX doublings. A take
+ * asks for what the cache may keep (half its capacity, vcpu_cache.c's move_count),
+ * objects that had been handed out and came back go first, and carving means the
+ * class is at a new high of objects out: the carved objects are touched (their
+ * free tags), asked for or not. Carving whole moves, each class's spans held up to
+ * half a cache's capacity above the class's own highest count of live objects: a
+ * wide mix of sizes (bench/footprint's `few --threads 1`, whose classes' highs sum
+ * to 4.1 MiB) had 1.0 MiB more carved than those highs, and its peak RSS was 7.7
+ * MiB; 7.0 with one page per take, 7.3 with the doublings. Without them a class
+ * growing steadily made a central operation per page's worth: a wandering set of
+ * 12 KiB blocks (tests/stress/wander_moves.c), whose walk reaches new highs now
+ * and then, made 521 central operations where half-capacity moves had made 104;
+ * 152 with up to three doublings. */
+#define VC_CARVE_STREAK_MAX 3
+static unsigned carve_limit(const struct vc_central *ce, uint32_t size)
 {
-	return VC_OS_PAGE / size ? (unsigned)(VC_OS_PAGE / size) : 1;
+	unsigned page = VC_OS_PAGE / size ? (unsigned)(VC_OS_PAGE / size) : 1;
+	return page << (ce->carve_streak < VC_CARVE_STREAK_MAX ? ce->carve_streak
+							     : VC_CARVE_STREAK_MAX);
 }
 
 /* Take up to n objects out of the spans of `lane`, making new spans only when
@@ -199,7 +207,8 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 				unsigned lane, void **out, unsigned n, bool grow)
 {
 	const uint32_t size = vc_classes[c].size;
-	unsigned got = 0, carve_left = carve_limit(size);
+	unsigned got = 0, carve_left = carve_limit(ce, size);
+	bool carved = false;
 	while (got < n) {
 		struct vc_span *sp = ce->nonempty[lane];
 		if (!sp)
@@ -219,12 +228,15 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 					   n - got < carve_left ? n - got : carve_left);
 			got += k;
 			carve_left -= k;
+			carved |= k > 0;
 		}
 		if (!sp->free_list && sp->carved == sp->capacity)
 			vc_span_list_remove(&ce->nonempty[sp->lane], sp);
 		if (carve_left == 0)
 			break;
 	}
+	if (carved && ce->carve_streak < VC_CARVE_STREAK_MAX)
+		ce->carve_streak++;
 	LOCKED_ADD(ce->free_objects, -(uint64_t)got);
 	LOCKED_ADD(ce->span_out, got);
 	return got;
@@ -310,6 +322,7 @@ void vc_central_insert(unsigned c, void *const *in, unsigned n)
 		struct vc_central *ce = vc_central_of(node, c);
 		vc_lock(&ce->lock);
 		ce->ops++;
+		ce->carve_streak = 0;
 		for (; i < n && (one_node || object_node(in[i]) == node); i++) {
 			if (ce->transfer_count < cap) {
 				ce->transfer[ce->transfer_count] = in[i];

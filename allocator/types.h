@@ -239,6 +239,8 @@ struct vc_central {
 	vc_lock_t lock;
 	uint32_t transfer_count;
 	uint32_t ops;             /* removes and inserts, to find idle transfer arrays */
+	uint32_t carve_streak;    /* takes in a row that carved, no insert between (at
+				     most VC_CARVE_STREAK_MAX, central.c) */
 	uint32_t ops_at_scan;     /* ops at the previous idle scan */
 	uint32_t transfer_low;    /* lowest transfer_count since the previous idle scan
 				     (<= transfer_count): the objects below it sat

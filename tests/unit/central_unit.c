@@ -212,11 +212,13 @@ static void case_carve(void)
 }
 
 /* A remove carves at most what one OS page holds (at least one object), after the
- * objects that came back: a class at a new high does not carve, and touch, half a
- * cache's capacity of objects nobody may ask for (central.c's carve_limit). */
+ * objects that came back, twice that in the next remove if no object came back in
+ * between: a class at a new high does not carve, and touch, half a cache's capacity
+ * of objects nobody may ask for, and one growing steadily carves more each time
+ * (central.c's carve_limit). */
 static void case_carve_limit(void)
 {
-	static void *a[MAX_HELD], *b[MAX_HELD];
+	static void *a[MAX_HELD], *b[MAX_HELD], *d[MAX_HELD];
 	const unsigned sizes[] = {16, 4096, 32768};
 	for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
 		const unsigned c = vc_class_of(sizes[i]);
@@ -238,7 +240,15 @@ static void case_carve_limit(void)
 		held[0][c] += again;
 		for (unsigned k = 0; k < again; k++)
 			((uint64_t *)b[k])[1] = 0;
+		const unsigned ask2 = 2 * page + 40 < MAX_HELD ? 2 * page + 40 : MAX_HELD;
+		unsigned next = vc_central_remove(0, c, 0, d, ask2);
+		VCT_EXPECT(next == 2 * page, "class of %u B, a second remove in a row carved %u "
+			   "(want %u)", size, next, 2 * page);
+		held[0][c] += next;
+		for (unsigned k = 0; k < next; k++)
+			((uint64_t *)d[k])[1] = 0;
 		check_accounts(0, c, "carve limit");
+		give(c, d, next);
 		give(c, b, again);
 		give(c, a + back, got - back);
 		vc_central_flush();
