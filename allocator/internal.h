@@ -173,8 +173,12 @@ static inline unsigned vc_class_of(size_t n)
 	if (VC_LIKELY(n <= 1024))
 		return vc_small_class[(n + 15) >> 4];
 	unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)(n - 1));
-	unsigned j = (unsigned)((n - 1 - ((size_t)1 << k)) >> (k - 3)) + 1;
-	return 8 + (k - 7) * 8 + j;
+	if (n <= VC_FINE_CLASS_MAX) {
+		unsigned j = (unsigned)((n - 1 - ((size_t)1 << k)) >> (k - 3)) + 1;
+		return 8 + (k - 7) * 8 + j;
+	}
+	unsigned j = (unsigned)((n - 1 - ((size_t)1 << k)) >> (k - 2)) + 1;
+	return VC_FINE_CLASSES + (k - VC_FINE_CLASS_LOG) * 4 + j;
 }
 /* Index of the object of class c starting `off` bytes into its span, or a value
  * >= vc_classes[c].objects when no object of the span starts there (types.h). */

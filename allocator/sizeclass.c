@@ -1,9 +1,24 @@
 /* allocator/sizeclass.c - size classes of small objects and their span shapes.
  *
- * Classes 1-8: 16..128 bytes in steps of 16. Then eight classes per doubling:
- * (2^k, 2^(k+1)] in steps of 2^(k-3), k = 7..17, up to 256 KiB. Every class is a
- * multiple of 16 and the gap between neighbours above 128 bytes is at most 12.5%.
+ * Classes 1-8: 16..128 bytes in steps of 16. Then eight classes per doubling up
+ * to 8 KiB: (2^k, 2^(k+1)] in steps of 2^(k-3), k = 7..12, a gap of at most 12.5%
+ * between neighbours; above 8 KiB four per doubling, steps of 2^(k-2) for
+ * k = 13..17 up to 256 KiB, a gap of at most 25%. Every class is a multiple of 16.
  * The table is computed once at start-up and read-only afterwards.
+ *
+ * Why fewer large classes: a class keeps the memory of its highest count of live
+ * objects (its spans return to the page heap only when all their objects are
+ * free, which the caches make rare), so a program's spans hold about the sum over
+ * classes of each one's high, more than the high of the sum when its sizes vary,
+ * and most with classes of a few large objects each. bench/footprint's `few
+ * --threads 1` (sizes 16 B - 32 KiB, 2.3 MiB live at most; the highs counted in a
+ * replica of its rounds): the classes' highs summed to 4.1 MiB with eight classes
+ * per doubling everywhere, 2.2 MiB of it above 8 KiB, and to 3.7 MiB with these;
+ * its peak RSS fell from 7.3 to 6.6-6.7 MiB (glibc 4.0, mimalloc 6.0, jemalloc 7.7,
+ * tcmalloc 11.6). Four per doubling is jemalloc's and mimalloc's spacing. From
+ * 4 KiB on it saved 0.35 MiB more there, but sqlite3's page cache (bench/run-speed's
+ * `sqlite`: 33 000 blocks of 4.0-4.3 KiB) then went from the 4.5 KiB class to the
+ * 5 KiB one: peak RSS 28.0 -> 30.5 MiB.
  */
 #include "internal.h"
 
@@ -67,11 +82,20 @@ void vc_sizeclass_init(void)
 	unsigned c = 1;
 	for (uint32_t s = 16; s <= 128; s += 16)
 		vc_classes[c++].size = s;
-	for (unsigned k = 7; k <= 17; k++)
+	for (unsigned k = 7; k < VC_FINE_CLASS_LOG; k++)
 		for (unsigned j = 1; j <= 8; j++)
 			vc_classes[c++].size = (1u << k) + j * (1u << (k - 3));
+	VC_ASSERT_ALWAYS(c - 1 == VC_FINE_CLASSES &&
+			 vc_classes[VC_FINE_CLASSES].size == VC_FINE_CLASS_MAX);
+	for (unsigned k = VC_FINE_CLASS_LOG; k <= 17; k++)
+		for (unsigned j = 1; j <= 4; j++)
+			vc_classes[c++].size = (1u << k) + j * (1u << (k - 2));
 	VC_ASSERT_ALWAYS(c == VC_NUM_CLASSES);
 	VC_ASSERT_ALWAYS(vc_classes[VC_NUM_CLASSES - 1].size == VC_SMALL_MAX);
+	/* vc_class_of (internal.h) computes the class without the table. */
+	for (c = 1; c < VC_NUM_CLASSES; c++)
+		VC_ASSERT_ALWAYS(vc_class_of(vc_classes[c].size) == c &&
+				 vc_class_of(vc_classes[c - 1].size + 1) == c);
 
 	uint32_t slot = VC_VCPU_HEADER_SLOTS;
 	for (c = 1; c < VC_NUM_CLASSES; c++) {

@@ -59,13 +59,18 @@
 #define VC_ADDRESS_BITS 47
 #endif
 
-#define VC_NUM_CLASSES 97 /* classes 1..96, 0 is "no class" */
+/* Classes 1..VC_FINE_CLASSES go up to VC_FINE_CLASS_MAX with eight per doubling
+ * above 128 bytes, the rest up to VC_SMALL_MAX with four (sizeclass.c). */
+#define VC_FINE_CLASS_LOG 13
+#define VC_FINE_CLASS_MAX ((size_t)1 << VC_FINE_CLASS_LOG)
+#define VC_FINE_CLASSES (8 + (VC_FINE_CLASS_LOG - 7) * 8) /* 56: 8 KiB */
+#define VC_NUM_CLASSES (VC_FINE_CLASSES + (18 - VC_FINE_CLASS_LOG) * 4 + 1) /* 1..76; 0: none */
 #define VC_SMALL_MAX ((size_t)256 << 10)
 #define VC_LARGE_MAX ((size_t)1 << 20)
 #define VC_MAX_NODES 64
 
 /* Per-vCPU region: 2^19 bytes = 65536 slots of 8 bytes (stack positions are 16-bit,
- * and begin 0xffff marks a stopped stack, so no more); slots [0, 97) are headers.
+ * and begin 0xffff marks a stopped stack, so no more); slots [0, 128) are headers.
  * Regions start 2^21 bytes apart (VC_VCPU_STRIDE_SHIFT): each gets page-table pages
  * of its own, so page faults of different vCPUs never share a page-table lock (they
  * did, 8 regions per 2 MiB, and contended on it in many-CPU guests). The gaps are

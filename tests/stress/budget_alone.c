@@ -4,8 +4,9 @@
  * populated caches does not.
  *
  * A pinned thread churns a wide mix, as bench/speed's wide1 does: 4096 live blocks
- * of 8 B to 16 KiB (log-uniform by octave, about 8 MiB of live data), a random one
- * replaced by a block of a random size at each step.
+ * of 8 B to 32 KiB (log-uniform by octave, about 16 MiB of live data), a random one
+ * replaced by a block of a random size at each step. (Up to 16 KiB, with four
+ * classes per doubling above 8 KiB, the cache stopped thrashing at the shared cap.)
  *   1. Every cache drained (vcmalloc_reclaim(1)), the thread alone: after STEPS steps
  *      its cache's budget is above VC_BUDGET_GROWTH times the starting one.
  *   2. Everything freed and every cache drained again; a second thread, pinned to
@@ -26,7 +27,7 @@ enum {
 	LIVE = 4096,
 	STEPS = 600000,
 	MIN_SIZE = 8,
-	MAX_SIZE = 16384,
+	MAX_SIZE = 32768,
 };
 
 static unsigned char *live[LIVE];
