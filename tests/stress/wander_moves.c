@@ -12,7 +12,9 @@
  * more steps. A refill or flush of one batch left the cache 2 objects from the end
  * it had just met, which the walk met again soon: the same steps then made 1 082
  * central operations in the vcpu, cpu and fallback modes; with half the capacity
- * moved, 104.
+ * moved, 104; 152 in each mode since a remove at a class's new high carves a
+ * page's worth of objects, doubling while the class keeps carving (central.c's
+ * carve_limit), so that the walk's new highs take a few more operations.
  */
 #include "central_count.h"
 
