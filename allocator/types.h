@@ -60,7 +60,7 @@
 #endif
 
 /* Classes 1..VC_FINE_CLASSES go up to VC_FINE_CLASS_MAX with eight per doubling
- * above 128 bytes, the rest up to VC_SMALL_MAX with four (sizeclass.c). */
+ * above 128 bytes, the rest up to VC_SMALL_MAX (2^18) with four (sizeclass.c). */
 #define VC_FINE_CLASS_LOG 13
 #define VC_FINE_CLASS_MAX ((size_t)1 << VC_FINE_CLASS_LOG)
 #define VC_FINE_CLASSES (8 + (VC_FINE_CLASS_LOG - 7) * 8) /* 56: 8 KiB */
@@ -361,6 +361,9 @@ _Static_assert(VC_PAGES_PER_SEGMENT == 512, "512 pages of 8 KiB per 4 MiB segmen
 _Static_assert(VC_PAGES_PER_SEGMENT <= UINT16_MAX && VC_UNIT_SIZE <= UINT32_MAX,
 	       "page indexes and counts fit 16 bits, span offsets 32 bits");
 _Static_assert(VC_VCPU_SLOTS == 65536, "a region is 65536 slots of 8 bytes: 16-bit positions");
+_Static_assert(VC_SMALL_MAX == (size_t)1 << 18 && VC_FINE_CLASS_LOG > 10,
+	       "VC_NUM_CLASSES counts the coarse classes' doublings up to 2^18, the fine "
+	       "classes' above the 1 KiB table");
 _Static_assert(VC_NUM_CLASSES <= VC_VCPU_HEADER_SLOTS &&
 		   VC_VCPU_HEADER_SLOTS * sizeof(uint64_t) == 1024,
 	       "one header word per class (slot 0: the node tag), in one 1 KiB block");
