@@ -82,8 +82,8 @@ static void check_accounts(unsigned node, unsigned c, const char *where)
 		   (unsigned long long)ce->span_out, held[node][c], ce->transfer_count);
 }
 
-/* n objects of class c, in as many removes as it takes: a remove carves at most an
- * OS page's worth of new objects (central.c's carve_limit). */
+/* n objects of class c, in as many removes as it takes: a remove carves a limited
+ * number of new objects (central.c's carve_limit). */
 static unsigned take(unsigned node, unsigned c, unsigned lane, void **out, unsigned n)
 {
 	unsigned got = 0, k;
