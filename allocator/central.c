@@ -207,8 +207,8 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 				unsigned lane, void **out, unsigned n, bool grow)
 {
 	const uint32_t size = vc_classes[c].size;
-	unsigned got = 0, carve_left = carve_limit(ce, size);
-	bool carved = false;
+	const unsigned limit = carve_limit(ce, size);
+	unsigned got = 0, carve_left = limit;
 	while (got < n) {
 		struct vc_span *sp = ce->nonempty[lane];
 		if (!sp)
@@ -228,14 +228,13 @@ static unsigned take_from_spans(struct vc_central *ce, unsigned node, unsigned c
 					   n - got < carve_left ? n - got : carve_left);
 			got += k;
 			carve_left -= k;
-			carved |= k > 0;
 		}
 		if (!sp->free_list && sp->carved == sp->capacity)
 			vc_span_list_remove(&ce->nonempty[sp->lane], sp);
 		if (carve_left == 0)
 			break;
 	}
-	if (carved && ce->carve_streak < VC_CARVE_STREAK_MAX)
+	if (carve_left < limit && ce->carve_streak < VC_CARVE_STREAK_MAX)
 		ce->carve_streak++;
 	LOCKED_ADD(ce->free_objects, -(uint64_t)got);
 	LOCKED_ADD(ce->span_out, got);
