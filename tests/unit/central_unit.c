@@ -82,6 +82,15 @@ static void check_accounts(unsigned node, unsigned c, const char *where)
 		   (unsigned long long)ce->span_out, held[node][c], ce->transfer_count);
 }
 
+/* n objects a remove returned, counted as held and handed out as malloc would:
+ * the tag cleared. */
+static void handed_out(unsigned node, unsigned c, void **out, unsigned n)
+{
+	held[node][c] += n;
+	for (unsigned i = 0; i < n; i++)
+		((uint64_t *)out[i])[1] = 0;
+}
+
 /* n objects of class c, in as many removes as it takes: a remove carves a limited
  * number of new objects (central.c's carve_limit). */
 static unsigned take(unsigned node, unsigned c, unsigned lane, void **out, unsigned n)
@@ -90,9 +99,7 @@ static unsigned take(unsigned node, unsigned c, unsigned lane, void **out, unsig
 	while (got < n && (k = vc_central_remove(node, c, lane, out + got, n - got)) > 0)
 		got += k;
 	VCT_EXPECT(got == n, "took %u of %u objects of class %u", got, n, c);
-	held[node][c] += got;
-	for (unsigned i = 0; i < got; i++)
-		((uint64_t *)out[i])[1] = 0; /* as malloc hands it out: the tag cleared */
+	handed_out(node, c, out, got);
 	return got;
 }
 
@@ -228,25 +235,19 @@ static void case_carve_limit(void)
 		unsigned got = vc_central_remove(0, c, 0, a, ask);
 		VCT_EXPECT(got == page, "class of %u B, nothing free: a remove of %u carved %u "
 			   "(want %u)", size, ask, got, page);
-		held[0][c] += got;
-		for (unsigned k = 0; k < got; k++)
-			((uint64_t *)a[k])[1] = 0;
+		handed_out(0, c, a, got);
 		/* Some back: a remove takes them all, then carves a page's worth again. */
 		const unsigned back = got < 3 ? got : 3;
 		give(c, a, back);
 		unsigned again = vc_central_remove(0, c, 0, b, ask);
 		VCT_EXPECT(again == back + page, "class of %u B, %u free: a remove of %u took %u "
 			   "(want %u)", size, back, ask, again, back + page);
-		held[0][c] += again;
-		for (unsigned k = 0; k < again; k++)
-			((uint64_t *)b[k])[1] = 0;
+		handed_out(0, c, b, again);
 		const unsigned ask2 = 2 * page + 40 < MAX_HELD ? 2 * page + 40 : MAX_HELD;
 		unsigned next = vc_central_remove(0, c, 0, d, ask2);
 		VCT_EXPECT(next == 2 * page, "class of %u B, a second remove in a row carved %u "
 			   "(want %u)", size, next, 2 * page);
-		held[0][c] += next;
-		for (unsigned k = 0; k < next; k++)
-			((uint64_t *)d[k])[1] = 0;
+		handed_out(0, c, d, next);
 		check_accounts(0, c, "carve limit");
 		give(c, d, next);
 		give(c, b, again);
